@@ -1,0 +1,54 @@
+// The message vocabulary of the controller's actors, in one place (CAF 0.17 atoms: at most 10
+// characters), and the project's error category.
+//
+//   user thread -> executor:   (submit, op_request)  (release, operand_id)
+//                              (fetch, operand_id) -> uint64_t store offset, once written
+//                              (sync) -> unit, once every submitted operator ran
+//                              (wait_ready) -> unit, once every runner is up
+//                              (stats) -> (store live, device live, batches, operators)
+//                              (shutdown) -> unit, once every runner stopped
+//   executor -> itself:        (flush): the end of one mailbox drain; dispatches the batch
+//   executor -> runner:        (execute, batch)
+//   runner -> executor:        (ready, lane)  (done, lane, ops done, device live bytes)
+//                              (failed, lane, op index, what)
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <caf/atom.hpp>
+#include <caf/fwd.hpp>
+
+namespace ag {
+
+using submit_atom = caf::atom_constant<caf::atom("submit")>;
+using release_atom = caf::atom_constant<caf::atom("release")>;
+using fetch_atom = caf::atom_constant<caf::atom("fetch")>;
+using sync_atom = caf::atom_constant<caf::atom("sync")>;
+using wait_ready_atom = caf::atom_constant<caf::atom("waitready")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
+using execute_atom = caf::atom_constant<caf::atom("execute")>;
+using ready_atom = caf::atom_constant<caf::atom("ready")>;
+using done_atom = caf::atom_constant<caf::atom("done")>;
+using failed_atom = caf::atom_constant<caf::atom("failed")>;
+
+// The project's error category: the context of every such error is one string that says what
+// failed (device, op, reason).
+constexpr caf::atom_value error_category = caf::atom("actorgraph");
+
+enum class errc : uint8_t {
+  device_failed = 1, // a runner reported a failed operator or stopped
+  store_full,        // the host tensor store could not hold a tensor
+  bad_request,       // an operator named an operand the executor does not know
+  stopped,           // the runtime is shutting down
+};
+
+caf::error make_error(errc code, std::string what);
+
+// The text of any error that reaches the user's thread: our own category's message as it is, CAF's
+// errors (a request timeout, a dead actor) described, with `what` saying which wait it was.
+std::string describe(const caf::error& err, const std::string& what);
+
+} // namespace ag

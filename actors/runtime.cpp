@@ -1,0 +1,232 @@
+// The controller: ag::runtime's implementation. Owns (or borrows) the actor system, the host
+// tensor store and the executor; every wait on the user's thread is a request with a deadline.
+#include "actorgraph/runtime.hpp"
+
+#include <cstring>
+#include <iostream>
+#include <optional>
+
+#include <caf/all.hpp>
+
+#include "actorgraph/error.hpp"
+#include "actors/executor.hpp"
+#include "actors/protocol.hpp"
+#include "cuda/kernel_stream.hpp"
+#include "graph/runtime_core.hpp"
+#include "ipc/tensor_store.hpp"
+
+namespace ag {
+
+namespace {
+
+// "auto" (empty) -> every visible CUDA GPU, else sim:0,sim:1; cpu is implicit and dropped;
+// CUDA devices must exist.
+std::vector<device> resolve_devices(const std::vector<device>& wanted) {
+  const int gpus = cuda_device_count();
+  std::vector<device> out;
+  if (wanted.empty()) {
+    for (int i = 0; i < gpus; ++i)
+      out.push_back(device::cuda(i));
+    if (out.empty())
+      out = {device::sim(0), device::sim(1)};
+    return out;
+  }
+  for (const auto& d : wanted) {
+    if (d.is_cpu())
+      continue;
+    if (d.index < 0)
+      throw error("device " + d.str() + ": negative index");
+    if (d.type == device::kind::cuda && d.index >= gpus)
+      throw error("device " + d.str() + ": only " + std::to_string(gpus)
+                  + " CUDA device(s) visible to this process");
+    if (std::find(out.begin(), out.end(), d) != out.end())
+      throw error("device " + d.str() + " is listed twice");
+    out.push_back(d);
+  }
+  return out;
+}
+
+class controller final : public detail::runtime_core {
+public:
+  controller(caf::actor_system* borrowed, graph_option opt) : opt_(std::move(opt)) {
+    if (opt_.per_device_per_process)
+      throw error("per_device_per_process = true (process mode) is not available in this build; "
+                  "use thread mode (false)");
+    if (opt_.wait_timeout.count() <= 0)
+      throw error("graph_option::wait_timeout must be positive");
+    devices_ = resolve_devices(opt_.devices);
+    store_ = tensor_store::anonymous(opt_.store_bytes);
+    if (borrowed == nullptr) {
+      // Every actor of the runtime is detached: the scheduler's pool only needs a thread or two.
+      cfg_.emplace();
+      cfg_->set("scheduler.max-threads", 2);
+      cfg_->set("logger.console", caf::atom("none"));
+      owned_.emplace(*cfg_);
+      sys_ = &*owned_;
+    } else {
+      sys_ = borrowed;
+    }
+    executor_ = spawn_executor(*sys_, devices_, store_.base(), store_.size());
+    try {
+      wait<caf::unit_t>("start-up (waiting for every runner to be ready)", wait_ready_atom::value);
+    } catch (...) {
+      stop();
+      throw;
+    }
+  }
+
+  ~controller() override { stop(); }
+
+  void stop() noexcept {
+    if (!executor_)
+      return;
+    bool stopped = false;
+    try {
+      wait<caf::unit_t>("shutdown", shutdown_atom::value);
+      stopped = true;
+    } catch (const std::exception& e) {
+      std::cerr << "actorgraph: " << e.what() << '\n';
+    }
+    caf::anon_send_exit(executor_, caf::exit_reason::user_shutdown);
+    executor_ = nullptr;
+    if (!stopped) {
+      // A runner may still touch the store: keep it mapped rather than risk a crash.
+      leaked_.push_back(std::move(store_));
+    }
+  }
+
+  bool has_device(const device& d) const noexcept override {
+    return d.is_cpu() || std::find(devices_.begin(), devices_.end(), d) != devices_.end();
+  }
+
+  void submit(op_request&& req) override {
+    caf::anon_send(executor_, submit_atom::value, std::move(req));
+  }
+
+  void release(operand_id id) noexcept override {
+    caf::anon_send(executor_, release_atom::value, id);
+  }
+
+  std::vector<float> read(operand_id id, std::size_t count) override {
+    const auto offset = wait<uint64_t>("to_vector of tensor #" + std::to_string(id), fetch_atom::value,
+                                       id);
+    if (!store_.contains(offset, count * sizeof(float)))
+      throw error("to_vector of tensor #" + std::to_string(id) + ": store range out of bounds");
+    std::vector<float> out(count);
+    std::memcpy(out.data(), store_.base() + offset, count * sizeof(float));
+    return out;
+  }
+
+  void sync() override { wait<caf::unit_t>("sync", sync_atom::value); }
+
+  runtime_stats stats() {
+    caf::scoped_actor self{*sys_};
+    runtime_stats out;
+    std::optional<caf::error> err;
+    self->request(executor_, opt_.wait_timeout, stats_atom::value)
+      .receive(
+        [&](uint64_t store, uint64_t dev, uint64_t batches, uint64_t ops) {
+          out = {store, dev, batches, ops};
+        },
+        [&](caf::error& e) { err = std::move(e); });
+    if (err)
+      throw error(describe(*err, "stats"));
+    return out;
+  }
+
+  const std::vector<device>& devices() const noexcept { return devices_; }
+  const graph_option& option() const noexcept { return opt_; }
+
+private:
+  // A request to the executor with the runtime's deadline; its error becomes an ag::error.
+  template <class T, class... Ts>
+  T wait(const std::string& what, Ts&&... xs) {
+    caf::scoped_actor self{*sys_};
+    std::optional<T> result;
+    std::optional<caf::error> err;
+    auto on_error = [&](caf::error& e) { err = std::move(e); };
+    auto handle = self->request(executor_, opt_.wait_timeout, std::forward<Ts>(xs)...);
+    if constexpr (std::is_same_v<T, caf::unit_t>) // CAF answers unit with an empty message
+      handle.receive([&] { result = caf::unit; }, on_error);
+    else
+      handle.receive([&](T& x) { result = std::move(x); }, on_error);
+    if (err)
+      throw error(describe(*err, what));
+    return std::move(*result);
+  }
+
+  graph_option opt_;
+  std::vector<device> devices_;
+  tensor_store store_;
+  std::vector<tensor_store> leaked_;
+  std::optional<caf::actor_system_config> cfg_;
+  std::optional<caf::actor_system> owned_;
+  caf::actor_system* sys_ = nullptr;
+  caf::actor executor_;
+};
+
+controller& as_controller(const std::shared_ptr<detail::runtime_core>& core) {
+  return static_cast<controller&>(*core);
+}
+
+} // namespace
+
+runtime::runtime(graph_option opt) : core_(std::make_shared<controller>(nullptr, std::move(opt))) {}
+
+runtime::runtime(caf::actor_system& sys, graph_option opt)
+  : core_(std::make_shared<controller>(&sys, std::move(opt))) {}
+
+runtime::~runtime() {
+  try {
+    core_->sync();
+  } catch (const std::exception& e) {
+    std::cerr << "actorgraph: runtime destroyed with failed work: " << e.what() << '\n';
+  }
+  // Tensors still alive hold weak references only: once core_ goes, they throw ag::error.
+}
+
+tensor runtime::full(const shape_t& shape, float value, const device& where) {
+  if (!core_->has_device(where))
+    throw error("full: " + where.str() + " is not a device of this runtime (devices: cpu,"
+                + to_string(devices()) + ")");
+  op_request req;
+  req.kind = op_kind::fill;
+  req.where = where;
+  req.out = core_->next_id();
+  req.count = detail::element_count(shape, "full");
+  req.scalar = value;
+  const operand_id out = req.out;
+  core_->submit(std::move(req));
+  return detail::tensor_node::make(core_, out, shape, where);
+}
+
+tensor runtime::from_vector(const shape_t& shape, std::vector<float> values, const device& where) {
+  if (!core_->has_device(where))
+    throw error("from_vector: " + where.str() + " is not a device of this runtime (devices: cpu,"
+                + to_string(devices()) + ")");
+  const uint64_t count = detail::element_count(shape, "from_vector");
+  if (values.size() != count)
+    throw error("from_vector: shape " + detail::shape_string(shape) + " needs "
+                + std::to_string(count) + " values, got " + std::to_string(values.size()));
+  op_request req;
+  req.kind = op_kind::upload;
+  req.where = where;
+  req.out = core_->next_id();
+  req.count = count;
+  req.data = std::move(values);
+  const operand_id out = req.out;
+  core_->submit(std::move(req));
+  return detail::tensor_node::make(core_, out, shape, where);
+}
+
+void runtime::sync() { core_->sync(); }
+
+const std::vector<device>& runtime::devices() const noexcept {
+  return as_controller(core_).devices();
+}
+
+const graph_option& runtime::option() const noexcept { return as_controller(core_).option(); }
+
+runtime_stats runtime::stats() { return as_controller(core_).stats(); }
+
+} // namespace ag

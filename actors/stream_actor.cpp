@@ -1,0 +1,87 @@
+#include "actors/stream_actor.hpp"
+
+#include <memory>
+#include <string>
+
+#include <caf/all.hpp>
+
+#include "actors/protocol.hpp"
+#include "cuda/kernel_stream.hpp"
+#include "cuda/naive_runner.hpp"
+#include "graph/op.hpp"
+
+namespace ag {
+
+namespace {
+
+struct stream_state {
+  caf::actor executor;
+  uint32_t lane = 0;
+  device dev;
+  std::unique_ptr<kernel_stream> stream;
+  std::unique_ptr<naive_runner> runner; // declared after stream: destroyed before it
+  bool failed = false;
+
+  static inline const char* name = "ag.stream";
+};
+
+caf::behavior stream_actor(caf::stateful_actor<stream_state>* self, caf::actor executor,
+                           uint32_t lane, device dev, std::byte* store_base,
+                           std::size_t store_size) {
+  auto& st = self->state;
+  st.executor = std::move(executor);
+  st.lane = lane;
+  st.dev = dev;
+  try {
+    st.stream = make_stream(dev);
+    st.runner = std::make_unique<naive_runner>(*st.stream, store_base, store_size);
+  } catch (const std::exception& e) {
+    self->quit(make_error(errc::device_failed, dev.str() + ": cannot start: " + e.what()));
+    return {};
+  }
+  self->send(st.executor, ready_atom::value, lane);
+  return {
+    [=](execute_atom, const batch& b) {
+      auto& st = self->state;
+      std::string failure;
+      uint64_t failed_at = 0;
+      if (!st.failed) {
+        for (std::size_t i = 0; i < b.ops.size() && failure.empty(); ++i) {
+          try {
+            st.runner->run(b.ops[i]);
+          } catch (const std::exception& e) {
+            failure = e.what();
+            failed_at = b.ops_before + i + 1;
+          }
+        }
+        if (failure.empty()) {
+          try {
+            st.stream->synchronize();
+          } catch (const std::exception& e) {
+            failure = e.what();
+            failed_at = b.ops_after();
+          }
+        }
+      }
+      for (auto id : b.no_hold)
+        st.runner->release(id);
+      if (!failure.empty()) {
+        st.failed = true;
+        self->send(st.executor, failed_atom::value, st.lane, failed_at,
+                   st.dev.str() + ": " + failure);
+      }
+      self->send(st.executor, done_atom::value, st.lane, b.ops_after(),
+                 static_cast<uint64_t>(st.runner->live_bytes()));
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_stream_actor(caf::local_actor* parent, caf::actor executor, uint32_t lane,
+                              device dev, std::byte* store_base, std::size_t store_size) {
+  return parent->spawn<caf::detached + caf::monitored>(stream_actor, std::move(executor), lane, dev,
+                                                       store_base, store_size);
+}
+
+} // namespace ag

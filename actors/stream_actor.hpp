@@ -1,0 +1,28 @@
+// stream_actor: one device's runner (the seed's KernelStream + NaiveRunner behind
+// PerDeviceThreadNodeRunner; in process mode the same actor runs inside each child). Runs each
+// batch in order on its kernel stream, releases the batch's no-hold operands, acknowledges.
+//
+//   starting --stream created--> ready (sends ready) --execute--> running --ack--> ready
+//       |                                   |  an op fails: failed sent, later ops skipped,
+//       +--stream fails: quits with         |  releases still honoured
+//          device_failed (executor sees     +--exit--> stopped (operands freed, stream closed)
+//          it as a down message)
+//
+// Spawned detached: a batch blocks its thread for as long as the kernels (or a CUDA sync) take.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <caf/fwd.hpp>
+
+#include "actorgraph/device.hpp"
+
+namespace ag {
+
+// Spawns the runner of `dev`, reporting to `executor` as lane `lane`; host operands are offsets
+// into the store at [store_base, store_base + store_size).
+caf::actor spawn_stream_actor(caf::local_actor* parent, caf::actor executor, uint32_t lane,
+                              device dev, std::byte* store_base, std::size_t store_size);
+
+} // namespace ag

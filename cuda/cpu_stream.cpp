@@ -1,0 +1,73 @@
+// The kernel stream of cpu and sim devices: the reference kernels, run at once on the caller's
+// thread, so a sim device keeps a GPU stream's in-order semantics without a GPU.
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "actorgraph/error.hpp"
+#include "cuda/cpu_kernels.hpp"
+#include "cuda/kernel_stream.hpp"
+
+namespace ag {
+
+namespace {
+
+class cpu_stream final : public kernel_stream {
+public:
+  explicit cpu_stream(ag::device d) : device_(d) {}
+
+  ag::device device() const noexcept override { return device_; }
+
+  void* allocate(std::size_t bytes) override {
+    // 64-byte alignment, as the store and CUDA give; at least one line so that empty tensors
+    // still get a distinct address.
+    constexpr std::size_t align = 64;
+    const std::size_t rounded = bytes == 0 ? align : (bytes + align - 1) / align * align;
+    void* p = std::aligned_alloc(align, rounded);
+    if (p == nullptr)
+      throw error("allocate on " + device_.str() + ": out of host memory for "
+                  + std::to_string(bytes) + " bytes");
+    return p;
+  }
+
+  void deallocate(void* ptr, std::size_t) noexcept override { std::free(ptr); }
+
+  void fill(float* out, std::size_t count, float value) override { cpu::fill(out, count, value); }
+
+  void binary(op_kind kind, const float* a, const float* b, float* out,
+              std::size_t count) override {
+    cpu::binary(kind, a, b, out, count);
+  }
+
+  void relu(const float* a, float* out, std::size_t count) override { cpu::relu(a, out, count); }
+
+  void sum(const float* a, float* out, std::size_t count) override { cpu::sum(a, out, count); }
+
+  void matmul(const float* a, const float* b, float* out, std::size_t m, std::size_t k,
+              std::size_t n) override {
+    cpu::matmul(a, b, out, m, k, n);
+  }
+
+  void copy(void* dst, bool, const void* src, bool, std::size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+
+  void synchronize() override {}
+
+private:
+  ag::device device_;
+};
+
+} // namespace
+
+std::unique_ptr<kernel_stream> make_cpu_stream(const ag::device& d) {
+  return std::make_unique<cpu_stream>(d);
+}
+
+std::unique_ptr<kernel_stream> make_stream(const ag::device& d) {
+  if (d.type == device::kind::cuda)
+    return make_cuda_stream(d.index);
+  return make_cpu_stream(d);
+}
+
+} // namespace ag

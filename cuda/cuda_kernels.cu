@@ -1,0 +1,173 @@
+#include "cuda/cuda_kernels.cuh"
+
+#include <algorithm>
+#include <string>
+
+#include "cuda/cuda_error.hpp"
+
+namespace ag::cuda {
+
+namespace {
+
+constexpr unsigned block_threads = 256;
+constexpr unsigned warp_threads = 32;
+
+// Elementwise grids stop at 4096 blocks: more than four waves of resident blocks on an H200
+// (132 SMs x 8 blocks of 256 threads), which saturates memory bandwidth; the grid-stride loops
+// cover whatever is left, so no count overflows the grid.
+constexpr std::size_t elementwise_max_blocks = 4096;
+
+// The sum's first pass uses a fixed number of blocks, independent of the GPU, so that the scratch
+// has a fixed size and the order of additions (hence the rounding of the result) is the same on
+// every GPU. 1024 blocks are about one full wave on an H200, enough to reach memory bandwidth.
+constexpr std::size_t sum_max_blocks = 1024;
+
+unsigned grid_for(std::size_t count, std::size_t max_blocks) {
+  return static_cast<unsigned>(std::min((count + block_threads - 1) / block_threads, max_blocks));
+}
+
+// Indices are std::size_t all the way: counts reach past 2^31 elements.
+__device__ std::size_t first_index() {
+  return static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+
+__device__ std::size_t grid_stride() {
+  return static_cast<std::size_t>(gridDim.x) * blockDim.x;
+}
+
+__global__ void fill_kernel(float* out, std::size_t count, float value) {
+  for (std::size_t i = first_index(); i < count; i += grid_stride())
+    out[i] = value;
+}
+
+// Functors rather than lambdas: device lambdas would need nvcc's --extended-lambda everywhere.
+// One IEEE operation each, without contraction, so the results equal the CPU reference bit for bit.
+struct add_op {
+  __device__ float operator()(float x, float y) const { return x + y; }
+};
+struct sub_op {
+  __device__ float operator()(float x, float y) const { return x - y; }
+};
+struct mul_op {
+  __device__ float operator()(float x, float y) const { return x * y; }
+};
+struct div_op {
+  __device__ float operator()(float x, float y) const { return x / y; }
+};
+
+// No __restrict__: a runner may compute in place (out == a).
+template <class F>
+__global__ void binary_kernel(const float* a, const float* b, float* out, std::size_t count, F f) {
+  for (std::size_t i = first_index(); i < count; i += grid_stride())
+    out[i] = f(a[i], b[i]);
+}
+
+__global__ void relu_kernel(const float* a, float* out, std::size_t count) {
+  for (std::size_t i = first_index(); i < count; i += grid_stride())
+    out[i] = a[i] > 0.0f ? a[i] : 0.0f;
+}
+
+// The block's total in thread 0, in a fixed order (shuffles within warps, then across warps), so
+// the result is deterministic.
+__device__ double block_sum(double v) {
+  __shared__ double warp_sums[block_threads / warp_threads];
+  const unsigned lane = threadIdx.x % warp_threads;
+  const unsigned warp = threadIdx.x / warp_threads;
+  for (unsigned offset = warp_threads / 2; offset > 0; offset /= 2)
+    v += __shfl_down_sync(0xffffffffu, v, offset);
+  if (lane == 0)
+    warp_sums[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < block_threads / warp_threads ? warp_sums[lane] : 0.0;
+    for (unsigned offset = warp_threads / 2; offset > 0; offset /= 2)
+      v += __shfl_down_sync(0xffffffffu, v, offset);
+  }
+  return v;
+}
+
+// Pass 1: each block's share in double, one partial per block. The CPU reference accumulates in
+// double too; float accumulation over a million elements would miss its 1e-5 tolerance.
+__global__ void sum_partials_kernel(const float* a, std::size_t count, double* partials) {
+  double acc = 0.0;
+  for (std::size_t i = first_index(); i < count; i += grid_stride())
+    acc += a[i];
+  acc = block_sum(acc);
+  if (threadIdx.x == 0)
+    partials[blockIdx.x] = acc;
+}
+
+// Pass 2: one block adds the partials and rounds to float once, at the end.
+__global__ void sum_final_kernel(const double* partials, unsigned blocks, float* out) {
+  double acc = 0.0;
+  for (unsigned i = threadIdx.x; i < blocks; i += blockDim.x)
+    acc += partials[i];
+  acc = block_sum(acc);
+  if (threadIdx.x == 0)
+    *out = static_cast<float>(acc);
+}
+
+template <class F>
+void launch_binary(const float* a, const float* b, float* out, std::size_t count,
+                   cudaStream_t stream, F f) {
+  binary_kernel<<<grid_for(count, elementwise_max_blocks), block_threads, 0, stream>>>(a, b, out,
+                                                                                     count, f);
+  CUDA_TRY(cudaGetLastError());
+}
+
+} // namespace
+
+void fill(float* out, std::size_t count, float value, cudaStream_t stream) {
+  if (count == 0)
+    return; // a launch of zero blocks is an error, and there is nothing to do
+  fill_kernel<<<grid_for(count, elementwise_max_blocks), block_threads, 0, stream>>>(out, count,
+                                                                                   value);
+  CUDA_TRY(cudaGetLastError());
+}
+
+void binary(op_kind kind, const float* a, const float* b, float* out, std::size_t count,
+            cudaStream_t stream) {
+  switch (kind) {
+    case op_kind::add:
+    case op_kind::sub:
+    case op_kind::mul:
+    case op_kind::div: break;
+    default:
+      // The CPU twin silently does nothing; on the GPU that would leave garbage in out.
+      throw error("cuda binary: op kind " + std::to_string(static_cast<int>(kind))
+                  + " is not add, sub, mul or div");
+  }
+  if (count == 0)
+    return;
+  switch (kind) {
+    case op_kind::add: return launch_binary(a, b, out, count, stream, add_op{});
+    case op_kind::sub: return launch_binary(a, b, out, count, stream, sub_op{});
+    case op_kind::mul: return launch_binary(a, b, out, count, stream, mul_op{});
+    default: return launch_binary(a, b, out, count, stream, div_op{});
+  }
+}
+
+void relu(const float* a, float* out, std::size_t count, cudaStream_t stream) {
+  if (count == 0)
+    return;
+  relu_kernel<<<grid_for(count, elementwise_max_blocks), block_threads, 0, stream>>>(a, out,
+                                                                                   count);
+  CUDA_TRY(cudaGetLastError());
+}
+
+std::size_t sum_scratch_bytes() noexcept { return sum_max_blocks * sizeof(double); }
+
+void sum(const float* a, float* out, std::size_t count, double* scratch, cudaStream_t stream) {
+  if (count == 0) {
+    // +0.0f is all zero bits.
+    CUDA_TRY(cudaMemsetAsync(out, 0, sizeof(float), stream));
+    return;
+  }
+  const unsigned blocks = grid_for(count, sum_max_blocks);
+  sum_partials_kernel<<<blocks, block_threads, 0, stream>>>(a, count, scratch);
+  CUDA_TRY(cudaGetLastError());
+  sum_final_kernel<<<1, block_threads, 0, stream>>>(scratch, blocks, out);
+  CUDA_TRY(cudaGetLastError());
+}
+
+} // namespace ag::cuda

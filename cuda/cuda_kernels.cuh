@@ -1,0 +1,30 @@
+// The CUDA kernels of a cuda:N stream, as host-side launchers that enqueue on a given stream: the
+// GPU twin of cpu_kernels.hpp, tested against it. Plain C++ (no <<< >>>, no __global__), so that
+// cuda_stream.cpp, compiled by the host compiler, can include it.
+//
+// Each launcher returns once the work is enqueued; launch failures throw ag::cuda_error, failures
+// while running surface at the stream's next synchronize.
+#pragma once
+
+#include <cstddef>
+
+#include <cuda_runtime_api.h>
+
+#include "graph/op.hpp"
+
+namespace ag::cuda {
+
+void fill(float* out, std::size_t count, float value, cudaStream_t stream);
+// kind is one of add, sub, mul, div; any other throws ag::error. out may alias a or b.
+void binary(op_kind kind, const float* a, const float* b, float* out, std::size_t count,
+            cudaStream_t stream);
+// out may alias a.
+void relu(const float* a, float* out, std::size_t count, cudaStream_t stream);
+
+// The sum reduces in two passes, in double, through a scratch array of partial sums that the
+// caller owns (so that a sum costs no allocation): at least sum_scratch_bytes, device memory.
+std::size_t sum_scratch_bytes() noexcept;
+// *out = the sum of a's count elements; count == 0 writes 0.
+void sum(const float* a, float* out, std::size_t count, double* scratch, cudaStream_t stream);
+
+} // namespace ag::cuda

@@ -1,0 +1,222 @@
+// The kernel stream of cuda:N: one non-blocking CUDA stream, a cuBLAS handle bound to it and a
+// caching allocator, so that a stream actor's operators run in order on its GPU without a driver
+// allocation per operator.
+//
+// Thread contract: a cuda_stream is used only from the thread that created it (the stream actor's
+// own thread). The constructor binds that thread to the GPU with cudaSetDevice, once, and no method
+// sets it again; doing so per call would cost time on every kernel for a case that does not occur.
+// Only the destructor rebinds, since an actor may be torn down from elsewhere.
+#include <climits>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "actorgraph/error.hpp"
+#include "cuda/caching_allocator.hpp"
+#include "cuda/cuda_error.hpp"
+#include "cuda/cuda_kernels.cuh"
+#include "cuda/kernel_stream.hpp"
+
+namespace ag {
+
+namespace {
+
+std::string device_name(int index) { return "cuda:" + std::to_string(index); }
+
+// Checks index and binds the calling thread to it; returns index, for a member initializer.
+int bind_device(int index) {
+  const int count = cuda_device_count();
+  if (index < 0 || index >= count)
+    throw error(device_name(index) + ": only " + std::to_string(count)
+                + " CUDA devices visible");
+  CUDA_TRY(cudaSetDevice(index));
+  return index;
+}
+
+struct stream_deleter {
+  void operator()(cudaStream_t s) const noexcept { CUDA_TRY_NOTHROW(cudaStreamDestroy(s)); }
+};
+using stream_ptr = std::unique_ptr<CUstream_st, stream_deleter>;
+
+struct cublas_deleter {
+  void operator()(cublasHandle_t h) const noexcept { CUBLAS_TRY_NOTHROW(cublasDestroy(h)); }
+};
+using cublas_ptr = std::unique_ptr<cublasContext, cublas_deleter>;
+
+stream_ptr make_stream_handle() {
+  cudaStream_t s = nullptr;
+  // Non-blocking: the legacy default stream (which other libraries in the process may use) must not
+  // serialize with this one.
+  CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return stream_ptr(s);
+}
+
+cublas_ptr make_cublas_handle(cudaStream_t stream) {
+  cublasHandle_t h = nullptr;
+  CUBLAS_TRY(cublasCreate(&h));
+  cublas_ptr owned(h);
+  CUBLAS_TRY(cublasSetStream(h, stream));
+  // Full FP32 (no TF32 tensor cores): results stay within 1e-4 of the CPU reference, which users
+  // and tests compare against.
+  CUBLAS_TRY(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+  return owned;
+}
+
+int checked_int(std::size_t v, const char* what, int index) {
+  if (v > static_cast<std::size_t>(INT_MAX))
+    throw error(device_name(index) + ": matmul " + what + " = " + std::to_string(v)
+                + " exceeds cuBLAS's int dimensions");
+  return static_cast<int>(v);
+}
+
+class cuda_stream final : public kernel_stream {
+public:
+  explicit cuda_stream(int index)
+    : index_(bind_device(index)),
+      allocator_(index_),
+      stream_(make_stream_handle()),
+      cublas_(make_cublas_handle(stream_.get())),
+      sum_scratch_(static_cast<double*>(allocator_.allocate(cuda::sum_scratch_bytes()))) {}
+
+  // Members are destroyed in reverse: cuBLAS, then the stream, then the allocator, whose blocks
+  // no queued kernel reads any more once the stream has been synchronized here.
+  ~cuda_stream() override {
+    int current = -1;
+    if (cudaGetDevice(&current) != cudaSuccess || current != index_)
+      CUDA_TRY_NOTHROW(cudaSetDevice(index_));
+    CUDA_TRY_NOTHROW(cudaStreamSynchronize(stream_.get()));
+    for (void* base : registered_)
+      CUDA_TRY_NOTHROW(cudaHostUnregister(base));
+  }
+
+  cuda_stream(const cuda_stream&) = delete;
+  cuda_stream& operator=(const cuda_stream&) = delete;
+
+  ag::device device() const noexcept override { return ag::device::cuda(index_); }
+
+  void* allocate(std::size_t bytes) override { return allocator_.allocate(bytes); }
+
+  // Back to the cache at once, although kernels queued on this stream may still read the block:
+  // whoever gets it next queues its work on this same stream, after theirs, and no other stream
+  // ever sees this allocator's blocks.
+  void deallocate(void* ptr, std::size_t bytes) noexcept override {
+    allocator_.deallocate(ptr, bytes);
+  }
+
+  void fill(float* out, std::size_t count, float value) override {
+    cuda::fill(out, count, value, stream_.get());
+  }
+
+  void binary(op_kind kind, const float* a, const float* b, float* out,
+              std::size_t count) override {
+    cuda::binary(kind, a, b, out, count, stream_.get());
+  }
+
+  void relu(const float* a, float* out, std::size_t count) override {
+    cuda::relu(a, out, count, stream_.get());
+  }
+
+  // The scratch is shared by every sum: they run one after the other on this stream.
+  void sum(const float* a, float* out, std::size_t count) override {
+    cuda::sum(a, out, count, sum_scratch_, stream_.get());
+  }
+
+  void matmul(const float* a, const float* b, float* out, std::size_t m, std::size_t k,
+              std::size_t n) override {
+    const int mi = checked_int(m, "m", index_);
+    const int ki = checked_int(k, "k", index_);
+    const int ni = checked_int(n, "n", index_);
+    if (mi == 0 || ni == 0)
+      return; // out is empty; cuBLAS would reject a leading dimension of 0
+    if (ki == 0) {
+      // An empty inner product is 0; cuBLAS would reject ldb = k = 0.
+      CUDA_TRY(cudaMemsetAsync(out, 0, m * n * sizeof(float), stream_.get()));
+      return;
+    }
+    // cuBLAS is column-major. A row-major [r,c] matrix is its column-major transpose [c,r], so
+    // computing the column-major out^T[n,m] = b^T[n,k] x a^T[k,m] writes row-major out[m,n]
+    // with no transposition.
+    const float one = 1.0f;
+    const float zero = 0.0f;
+    CUBLAS_TRY(cublasSgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki, &one, b, ni, a, ki,
+                           &zero, out, ni));
+  }
+
+  void copy(void* dst, bool dst_on_host, const void* src, bool src_on_host,
+            std::size_t bytes) override {
+    if (bytes == 0)
+      return;
+    if (dst_on_host && src_on_host) {
+      // cudaMemcpyAsync between pageable host buffers runs at once, not in stream order; wait for
+      // earlier device-to-host copies into src, then copy on the CPU.
+      synchronize();
+      std::memcpy(dst, src, bytes);
+      return;
+    }
+    // With unified addressing the pointers say where they live; cudaMemcpyDefault lets a
+    // mislabelled side still copy correctly rather than fault.
+    CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_.get()));
+  }
+
+  void register_host(void* base, std::size_t bytes) override {
+    if (base == nullptr || bytes == 0)
+      return;
+    // Portable: the tensor store is one mapping shared by every GPU stream of the process, and
+    // pinning is per mapping, not per device. The first stream to register owns the pinning; the
+    // others find it registered, which is fine, and leave unregistering to the owner.
+    const cudaError_t status = cudaHostRegister(base, bytes, cudaHostRegisterPortable);
+    if (status == cudaErrorHostMemoryAlreadyRegistered) {
+      (void)cudaGetLastError();
+      return;
+    }
+    CUDA_TRY(status);
+    registered_.push_back(base);
+  }
+
+  void unregister_host(void* base) noexcept override {
+    for (auto it = registered_.begin(); it != registered_.end(); ++it) {
+      if (*it != base)
+        continue;
+      // Unpinning under an asynchronous copy would leave it reading unpinned pages.
+      CUDA_TRY_NOTHROW(cudaStreamSynchronize(stream_.get()));
+      CUDA_TRY_NOTHROW(cudaHostUnregister(base));
+      registered_.erase(it);
+      return;
+    }
+  }
+
+  // Also where a failed kernel reports: errors while running are sticky and surface here.
+  void synchronize() override { CUDA_TRY(cudaStreamSynchronize(stream_.get())); }
+
+private:
+  int index_;
+  caching_allocator allocator_;
+  stream_ptr stream_;
+  cublas_ptr cublas_;
+  double* sum_scratch_; // from allocator_, which frees it
+  std::vector<void*> registered_; // host ranges this stream pinned and must unpin
+};
+
+} // namespace
+
+std::unique_ptr<kernel_stream> make_cuda_stream(int index) {
+  return std::make_unique<cuda_stream>(index);
+}
+
+int cuda_device_count() noexcept {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    // No driver or no GPU: not an error for the caller, which falls back to sim devices. Clear it
+    // so that it does not surface at a later, unrelated check.
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+} // namespace ag

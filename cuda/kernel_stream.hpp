@@ -1,0 +1,59 @@
+// kernel_stream: one device's in-order stream of kernels and copies, with the device memory it
+// hands out (the seed's KernelStream). A cpu/sim stream runs each call at once on the calling
+// thread; a CUDA stream enqueues it and finishes by synchronize(). Every call throws ag::error
+// (cuda_error on CUDA) naming what failed.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "actorgraph/device.hpp"
+#include "graph/op.hpp"
+
+namespace ag {
+
+class kernel_stream {
+public:
+  virtual ~kernel_stream() = default;
+
+  virtual ag::device device() const noexcept = 0;
+
+  // Device memory for one operand; no driver allocation per call on CUDA (a caching allocator).
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void deallocate(void* ptr, std::size_t bytes) noexcept = 0;
+
+  virtual void fill(float* out, std::size_t count, float value) = 0;
+  // kind is one of add, sub, mul, div.
+  virtual void binary(op_kind kind, const float* a, const float* b, float* out,
+                      std::size_t count) = 0;
+  virtual void relu(const float* a, float* out, std::size_t count) = 0;
+  virtual void sum(const float* a, float* out, std::size_t count) = 0;
+  // Row-major out[m,n] = a[m,k] x b[k,n].
+  virtual void matmul(const float* a, const float* b, float* out, std::size_t m, std::size_t k,
+                      std::size_t n) = 0;
+  // bytes from src to dst; each side is host memory (the tensor store) or this device's memory.
+  virtual void copy(void* dst, bool dst_on_host, const void* src, bool src_on_host,
+                    std::size_t bytes) = 0;
+
+  // Makes host memory (the tensor store) fast to copy from and to (cudaHostRegister on CUDA).
+  virtual void register_host(void* base, std::size_t bytes) { (void)base, (void)bytes; }
+  virtual void unregister_host(void* base) noexcept { (void)base; }
+
+  // Waits until every call made so far has finished; throws the first asynchronous failure.
+  virtual void synchronize() = 0;
+};
+
+// The stream of a cpu or sim device: the CPU reference kernels, run at once.
+std::unique_ptr<kernel_stream> make_cpu_stream(const ag::device& d);
+
+// The stream of cuda:N: binds the calling thread to GPU N. Throws ag::error when this build has
+// no CUDA backend or the device cannot be used.
+std::unique_ptr<kernel_stream> make_cuda_stream(int index);
+
+// CUDA GPUs visible to this process; 0 without a driver, a GPU or a CUDA build.
+int cuda_device_count() noexcept;
+
+// The stream for any device: cpu and sim -> CPU kernels, cuda -> CUDA.
+std::unique_ptr<kernel_stream> make_stream(const ag::device& d);
+
+} // namespace ag

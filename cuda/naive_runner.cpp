@@ -1,0 +1,129 @@
+#include "cuda/naive_runner.hpp"
+
+#include <limits>
+#include <string>
+
+#include "actorgraph/error.hpp"
+
+namespace ag {
+
+namespace {
+
+constexpr std::size_t float_bytes = sizeof(float);
+
+// count * 4, or an error for counts no memory could hold.
+std::size_t bytes_of(const op_desc& op, uint64_t count) {
+  if (count > std::numeric_limits<std::size_t>::max() / (2 * float_bytes))
+    throw error(describe(op) + ": element count " + std::to_string(count) + " is too large");
+  return static_cast<std::size_t>(count) * float_bytes;
+}
+
+uint64_t product(const op_desc& op, uint64_t x, uint64_t y) {
+  if (x != 0 && y > std::numeric_limits<uint64_t>::max() / x)
+    throw error(describe(op) + ": matmul dimensions overflow");
+  return x * y;
+}
+
+} // namespace
+
+naive_runner::~naive_runner() {
+  for (auto& [id, buf] : operands_)
+    stream_.deallocate(buf.ptr, buf.bytes);
+}
+
+void* naive_runner::input(const op_desc& op, const operand_ref& ref, std::size_t bytes) const {
+  if (ref.on_host()) {
+    if (ref.offset > store_size_ || bytes > store_size_ - ref.offset)
+      throw error(describe(op) + ": store range [" + std::to_string(ref.offset) + ", +"
+                  + std::to_string(bytes) + ") lies outside the store of "
+                  + std::to_string(store_size_) + " bytes");
+    return store_base_ + ref.offset;
+  }
+  auto it = operands_.find(ref.id);
+  if (it == operands_.end())
+    throw error(describe(op) + ": operand #" + std::to_string(ref.id) + " is not on "
+                + stream_.device().str());
+  if (it->second.bytes != bytes)
+    throw error(describe(op) + ": operand #" + std::to_string(ref.id) + " holds "
+                + std::to_string(it->second.bytes) + " bytes, the op needs "
+                + std::to_string(bytes));
+  return it->second.ptr;
+}
+
+void* naive_runner::output(const op_desc& op, const operand_ref& ref, std::size_t bytes) {
+  if (ref.on_host())
+    return input(op, ref, bytes);
+  if (operands_.count(ref.id) != 0)
+    throw error(describe(op) + ": operand #" + std::to_string(ref.id) + " already exists on "
+                + stream_.device().str());
+  void* p = stream_.allocate(bytes);
+  operands_.emplace(ref.id, buffer{p, bytes});
+  live_bytes_ += bytes;
+  return p;
+}
+
+void naive_runner::run(const op_desc& op) {
+  // A kernel reads and writes device memory (or host memory on cpu/sim streams, where the store is
+  // the device's memory too); only copy may cross between the store and a CUDA device.
+  const bool host_stream = stream_.device().type != device::kind::cuda;
+  if (!host_stream && op.kind != op_kind::copy && (op.out.on_host() || op.a.on_host()
+                                                   || op.b.on_host()))
+    throw error(describe(op) + ": a kernel on " + stream_.device().str()
+                + " cannot use the host store directly");
+  auto f = [](void* p) { return static_cast<float*>(p); };
+  switch (op.kind) {
+    case op_kind::fill: {
+      const auto bytes = bytes_of(op, op.count);
+      stream_.fill(f(output(op, op.out, bytes)), op.count, op.scalar);
+      return;
+    }
+    case op_kind::add:
+    case op_kind::sub:
+    case op_kind::mul:
+    case op_kind::div: {
+      const auto bytes = bytes_of(op, op.count);
+      auto* a = f(input(op, op.a, bytes));
+      auto* b = f(input(op, op.b, bytes));
+      stream_.binary(op.kind, a, b, f(output(op, op.out, bytes)), op.count);
+      return;
+    }
+    case op_kind::relu: {
+      const auto bytes = bytes_of(op, op.count);
+      auto* a = f(input(op, op.a, bytes));
+      stream_.relu(a, f(output(op, op.out, bytes)), op.count);
+      return;
+    }
+    case op_kind::sum: {
+      auto* a = f(input(op, op.a, bytes_of(op, op.count)));
+      stream_.sum(a, f(output(op, op.out, float_bytes)), op.count);
+      return;
+    }
+    case op_kind::matmul: {
+      auto* a = f(input(op, op.a, bytes_of(op, product(op, op.m, op.k))));
+      auto* b = f(input(op, op.b, bytes_of(op, product(op, op.k, op.n))));
+      auto* out = f(output(op, op.out, bytes_of(op, product(op, op.m, op.n))));
+      stream_.matmul(a, b, out, op.m, op.k, op.n);
+      return;
+    }
+    case op_kind::copy: {
+      const auto bytes = bytes_of(op, op.count);
+      void* src = input(op, op.a, bytes);
+      void* dst = output(op, op.out, bytes);
+      stream_.copy(dst, op.out.on_host(), src, op.a.on_host(), bytes);
+      return;
+    }
+    case op_kind::upload: break;
+  }
+  throw error(describe(op) + ": not an operator a runner executes");
+}
+
+void naive_runner::release(operand_id id) noexcept {
+  auto it = operands_.find(id);
+  if (it == operands_.end())
+    return;
+  live_bytes_ -= it->second.bytes;
+  stream_.deallocate(it->second.ptr, it->second.bytes);
+  operands_.erase(it);
+}
+
+} // namespace ag

@@ -1,0 +1,55 @@
+// naive_runner: runs operators in order on one kernel stream (the seed's NaiveRunner). Device
+// operands live in its operand map (id -> memory from the stream); host operands are offsets into
+// the tensor store. Every offset, size and id is checked before use, so a bad operator is an
+// ag::error naming it, never a wild write.
+#pragma once
+
+#include <cstddef>
+#include <unordered_map>
+
+#include "cuda/kernel_stream.hpp"
+#include "graph/op.hpp"
+
+namespace ag {
+
+class naive_runner {
+public:
+  naive_runner(kernel_stream& stream, std::byte* store_base, std::size_t store_size) noexcept
+    : stream_(stream), store_base_(store_base), store_size_(store_size) {}
+
+  ~naive_runner();
+
+  naive_runner(const naive_runner&) = delete;
+  naive_runner& operator=(const naive_runner&) = delete;
+
+  // Enqueues one operator on the stream. Throws ag::error naming the operator when an operand is
+  // unknown, out of the store's bounds or of the wrong size, or when the stream fails.
+  void run(const op_desc& op);
+
+  // Frees a device operand (the seed's noHoldOperands); unknown ids are ignored, since an operand
+  // whose producer failed was never created.
+  void release(operand_id id) noexcept;
+
+  // Bytes of device memory held by live operands.
+  std::size_t live_bytes() const noexcept { return live_bytes_; }
+  std::size_t live_operands() const noexcept { return operands_.size(); }
+
+private:
+  struct buffer {
+    void* ptr;
+    std::size_t bytes;
+  };
+
+  // The memory of an existing operand of `bytes` bytes.
+  void* input(const op_desc& op, const operand_ref& ref, std::size_t bytes) const;
+  // The memory a new operand of `bytes` bytes is written to (allocated for device operands).
+  void* output(const op_desc& op, const operand_ref& ref, std::size_t bytes);
+
+  kernel_stream& stream_;
+  std::byte* store_base_;
+  std::size_t store_size_;
+  std::unordered_map<operand_id, buffer> operands_;
+  std::size_t live_bytes_ = 0;
+};
+
+} // namespace ag

@@ -1,0 +1,8 @@
+// actorgraph: eager tensor operators on several devices from one controller, on CAF actors.
+#pragma once
+
+#include "actorgraph/device.hpp"
+#include "actorgraph/error.hpp"
+#include "actorgraph/graph_option.hpp"
+#include "actorgraph/runtime.hpp"
+#include "actorgraph/tensor.hpp"

@@ -1,0 +1,30 @@
+// graph_option: how a runtime is set up. The seed's GraphOption.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <vector>
+
+#include "actorgraph/device.hpp"
+
+namespace ag {
+
+struct graph_option {
+  // Devices that run operators besides the controller's cpu (which is always available). Empty
+  // means "auto": every visible CUDA GPU, else sim:0,sim:1.
+  std::vector<device> devices;
+
+  // false: one stream actor per device inside the controller (thread mode, the seed's
+  // PerDeviceThreadNodeRunner). true: one child process per device (process mode, the seed's
+  // PerDeviceProcessNodeRunner).
+  bool per_device_per_process = false;
+
+  // Size of the host tensor store (cpu tensors and the host half of every move). Address space is
+  // reserved up front; pages are only touched as tensors are written.
+  std::size_t store_bytes = std::size_t{4} << 30;
+
+  // Deadline of every wait on the user's thread: sync(), to_vector(), start-up, shutdown.
+  std::chrono::milliseconds wait_timeout{std::chrono::seconds{60}};
+};
+
+} // namespace ag

@@ -1,0 +1,69 @@
+// ag::runtime: one controller driving several devices. Owns the executor actor (the seed's
+// EagerGraphExecutor) and one runner per device; every runner is ready when the constructor
+// returns. It owns a CAF actor system, or uses one the application already has.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include <caf/fwd.hpp>
+
+#include "actorgraph/device.hpp"
+#include "actorgraph/graph_option.hpp"
+#include "actorgraph/tensor.hpp"
+
+namespace ag {
+
+namespace detail {
+class runtime_core;
+} // namespace detail
+
+struct runtime_stats {
+  // Bytes of the host tensor store held by live tensors and moves in flight.
+  std::size_t store_live_bytes = 0;
+  // Bytes of device memory held by live operands, summed over the devices (as last reported by
+  // their runners; exact after sync()).
+  std::size_t device_live_bytes = 0;
+  // Batches dispatched and operators in them, over every runner.
+  std::size_t batches = 0;
+  std::size_t operators = 0;
+};
+
+class runtime {
+public:
+  // Starts its own actor system.
+  explicit runtime(graph_option opt = {});
+
+  // Uses the application's actor system, which must outlive the runtime.
+  runtime(caf::actor_system& sys, graph_option opt);
+
+  // Waits (up to wait_timeout) for submitted work, stops every runner and releases the store.
+  // Tensors that outlive the runtime throw ag::error when used.
+  ~runtime();
+
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+
+  // A tensor of the given shape with every element set to value.
+  tensor full(const shape_t& shape, float value, const device& where);
+
+  // A tensor holding values (row-major); values.size() must equal the shape's element count.
+  tensor from_vector(const shape_t& shape, std::vector<float> values, const device& where);
+
+  // Waits until every operator submitted so far has run. Throws ag::error naming the device, the
+  // op and the reason when one failed, or when the wait exceeds wait_timeout.
+  void sync();
+
+  // The devices besides cpu, with "auto" resolved.
+  const std::vector<device>& devices() const noexcept;
+
+  const graph_option& option() const noexcept;
+
+  runtime_stats stats();
+
+private:
+  std::shared_ptr<detail::runtime_core> core_;
+};
+
+} // namespace ag

@@ -1,0 +1,34 @@
+#include "graph/op.hpp"
+
+#include <array>
+
+namespace ag {
+
+std::string to_string(op_kind k) {
+  static constexpr std::array<const char*, op_kind_count> names{
+    "fill", "add", "sub", "mul", "div", "matmul", "relu", "sum", "copy", "upload"};
+  const auto i = static_cast<std::size_t>(k);
+  return i < names.size() ? names[i] : "op#" + std::to_string(i);
+}
+
+namespace {
+
+std::string ref(const operand_ref& r) {
+  return r.on_host() ? "store@" + std::to_string(r.offset) : "#" + std::to_string(r.id);
+}
+
+} // namespace
+
+std::string describe(const op_desc& op) {
+  std::string s = to_string(op.kind) + " -> " + ref(op.out);
+  switch (op.kind) {
+    case op_kind::fill:
+    case op_kind::upload: return s;
+    case op_kind::relu:
+    case op_kind::sum:
+    case op_kind::copy: return s + " (a=" + ref(op.a) + ")";
+    default: return s + " (a=" + ref(op.a) + ", b=" + ref(op.b) + ")";
+  }
+}
+
+} // namespace ag

@@ -1,0 +1,118 @@
+// The operator vocabulary shared by the executor and every runner: what the user asked for
+// (op_request, the seed's Operator as the GraphConstructor builds it) and what a runner executes
+// (op_desc, inside a batch: the seed's Execute(ops, noHoldOperands)). One schema per message type,
+// written once as a CAF inspect overload, serves local messages and the wire.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <caf/meta/type_name.hpp>
+
+#include "actorgraph/device.hpp"
+
+namespace ag {
+
+enum class op_kind : uint8_t {
+  fill = 0, // out[i] = scalar
+  add,      // out = a + b
+  sub,      // out = a - b
+  mul,      // out = a * b
+  div,      // out = a / b
+  matmul,   // out[m,n] = a[m,k] x b[k,n]
+  relu,     // out = max(a, 0)
+  sum,      // out[0] = sum of a's count elements
+  copy,     // out = a, either side on the host store or on the device
+  upload,   // user data -> out (op_request only; the executor turns it into store writes)
+};
+
+constexpr std::size_t op_kind_count = 10;
+
+// "add", "matmul", ...; "op#N" for a value outside the enumeration.
+std::string to_string(op_kind k);
+
+using operand_id = uint64_t;
+
+// Where an operand lives, as a runner sees it: in the runner's own operand map (device memory, by
+// id), or in the host tensor store at a byte offset.
+struct operand_ref {
+  static constexpr uint64_t no_offset = std::numeric_limits<uint64_t>::max();
+
+  operand_id id = 0;
+  uint64_t offset = no_offset;
+
+  bool on_host() const noexcept { return offset != no_offset; }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, operand_ref& x) {
+  return f(caf::meta::type_name("operand_ref"), x.id, x.offset);
+}
+
+// One operator as a runner executes it. Counts are elements of float32.
+struct op_desc {
+  op_kind kind = op_kind::fill;
+  operand_ref out;
+  operand_ref a;
+  operand_ref b;
+  uint64_t count = 0; // elements of out (sum: of a)
+  uint64_t m = 0;     // matmul: a is [m,k], b is [k,n]
+  uint64_t k = 0;
+  uint64_t n = 0;
+  float scalar = 0.0f;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, op_desc& x) {
+  return f(caf::meta::type_name("op_desc"), x.kind, x.out, x.a, x.b, x.count, x.m, x.k, x.n,
+           x.scalar);
+}
+
+// "matmul #7 (a=#5, b=#6)" for error messages.
+std::string describe(const op_desc& op);
+
+// One operator as the user's thread submits it to the executor, already validated.
+struct op_request {
+  op_kind kind = op_kind::fill;
+  device where;            // where the result lives (copy: the target)
+  operand_id out = 0;
+  operand_id a = 0;
+  operand_id b = 0;
+  uint64_t count = 0;      // elements of out (sum: of a)
+  uint64_t m = 0, k = 0, n = 0;
+  float scalar = 0.0f;
+  std::vector<float> data; // upload only
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, device& x) {
+  return f(caf::meta::type_name("device"), x.type, x.index);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, op_request& x) {
+  return f(caf::meta::type_name("op_request"), x.kind, x.where, x.out, x.a, x.b, x.count, x.m, x.k,
+           x.n, x.scalar, x.data);
+}
+
+// What the executor sends a runner (one lane) per mailbox drain: the seed's Execute(ops,
+// noHoldOperands). ops_before counts the operators the lane was sent before this batch, so a lane's
+// acknowledgement "ops_after() done" says exactly which operators have run; the runner releases
+// no_hold after running ops.
+struct batch {
+  uint32_t lane = 0;
+  uint64_t ops_before = 0;
+  std::vector<op_desc> ops;
+  std::vector<operand_id> no_hold;
+
+  uint64_t ops_after() const noexcept { return ops_before + ops.size(); }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch& x) {
+  return f(caf::meta::type_name("batch"), x.lane, x.ops_before, x.ops, x.no_hold);
+}
+
+} // namespace ag

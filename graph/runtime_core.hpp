@@ -1,0 +1,70 @@
+// The model's view of a running runtime: what a tensor needs to submit operators, release its
+// operand and read its value. The controller in actors/ implements it; the model stays free of
+// actors (apps -> actors -> {ipc, cuda} -> graph).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "actorgraph/device.hpp"
+#include "actorgraph/tensor.hpp"
+#include "graph/op.hpp"
+
+namespace ag::detail {
+
+class runtime_core {
+public:
+  virtual ~runtime_core() = default;
+
+  // Operand ids are handed out on the user's thread so that an operator's result can be named by
+  // the next operator before the executor has seen either.
+  operand_id next_id() noexcept { return next_id_.fetch_add(1, std::memory_order_relaxed); }
+
+  // True when operators may run on d (cpu, or one of the runtime's devices).
+  virtual bool has_device(const device& d) const noexcept = 0;
+
+  virtual void submit(op_request&& req) = 0;
+  virtual void release(operand_id id) noexcept = 0;
+
+  // Waits until operand id (a cpu tensor of count floats) is written and copies it out.
+  virtual std::vector<float> read(operand_id id, std::size_t count) = 0;
+
+  virtual void sync() = 0;
+
+private:
+  std::atomic<operand_id> next_id_{1};
+};
+
+// What a tensor handle shares: its operand, its metadata, and a weak reference to the runtime, so a
+// tensor that outlives its runtime fails cleanly instead of touching freed state.
+struct tensor_node {
+  tensor_node(std::weak_ptr<runtime_core> rt, operand_id id, shape_t shape, device where) noexcept
+    : runtime(std::move(rt)), id(id), shape(std::move(shape)), where(where) {}
+
+  ~tensor_node();
+
+  tensor_node(const tensor_node&) = delete;
+  tensor_node& operator=(const tensor_node&) = delete;
+
+  // The live runtime, or ag::error naming `what` when the runtime is gone.
+  std::shared_ptr<runtime_core> live(const char* what) const;
+
+  static tensor make(std::weak_ptr<runtime_core> rt, operand_id id, shape_t shape, device where) {
+    return tensor{std::make_shared<tensor_node>(std::move(rt), id, std::move(shape), where)};
+  }
+
+  std::weak_ptr<runtime_core> runtime;
+  operand_id id;
+  shape_t shape;
+  device where;
+  ag::dtype type = ag::dtype::float32;
+};
+
+// Elements of a shape; throws ag::error naming `what` for a negative dimension or an overflow.
+uint64_t element_count(const shape_t& shape, const char* what);
+
+std::string shape_string(const shape_t& shape);
+
+} // namespace ag::detail

@@ -1,0 +1,49 @@
+#include "ipc/store_allocator.hpp"
+
+#include <iterator>
+
+namespace ag {
+
+store_allocator::store_allocator(std::size_t capacity)
+  : capacity_(capacity / alignment * alignment) {
+  if (capacity_ > 0)
+    free_.emplace(0, capacity_);
+}
+
+std::optional<uint64_t> store_allocator::allocate(std::size_t bytes) {
+  const std::size_t need = rounded(bytes);
+  if (need < bytes)
+    return std::nullopt;
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->second < need)
+      continue;
+    const uint64_t offset = it->first;
+    const std::size_t rest = it->second - need;
+    free_.erase(it);
+    if (rest > 0)
+      free_.emplace(offset + need, rest);
+    live_ += need;
+    return offset;
+  }
+  return std::nullopt;
+}
+
+void store_allocator::deallocate(uint64_t offset, std::size_t bytes) noexcept {
+  std::size_t size = rounded(bytes);
+  live_ -= size;
+  auto next = free_.lower_bound(offset);
+  if (next != free_.end() && offset + size == next->first) {
+    size += next->second;
+    next = free_.erase(next);
+  }
+  if (next != free_.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == offset) {
+      prev->second += size;
+      return;
+    }
+  }
+  free_.emplace_hint(next, offset, size);
+}
+
+} // namespace ag

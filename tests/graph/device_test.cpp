@@ -1,0 +1,117 @@
+// Tests of graph/device.cpp: how device names are parsed and printed.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <actorgraph/actorgraph.hpp>
+
+using ag::device;
+
+TEST_CASE("cpu, cuda:N and sim:N parse to the device they name", "[graph]") {
+  CHECK(ag::parse_device("cpu") == device::cpu());
+  CHECK(ag::parse_device("cuda:0") == device::cuda(0));
+  CHECK(ag::parse_device("cuda:7") == device::cuda(7));
+  CHECK(ag::parse_device("sim:0") == device::sim(0));
+  CHECK(ag::parse_device("sim:12") == device::sim(12));
+}
+
+TEST_CASE("spaces around a device name are ignored", "[graph]") {
+  CHECK(ag::parse_device("  sim:1 ") == device::sim(1));
+  CHECK(ag::parse_device("\tcpu\n") == device::cpu());
+  CHECK(ag::parse_devices(" sim:0 , cuda:1 ")
+        == std::vector<device>{device::sim(0), device::cuda(1)});
+}
+
+TEST_CASE("the word auto parses to an empty device list", "[graph]") {
+  CHECK(ag::parse_devices("auto").empty());
+  CHECK(ag::parse_devices("  auto ").empty());
+}
+
+TEST_CASE("a comma list of devices keeps the order it was written in", "[graph]") {
+  CHECK(ag::parse_devices("sim:1,sim:0") == std::vector<device>{device::sim(1), device::sim(0)});
+  CHECK(ag::parse_devices("cuda:1,cpu,sim:3,cuda:0")
+        == std::vector<device>{device::cuda(1), device::cpu(), device::sim(3), device::cuda(0)});
+  CHECK(ag::parse_devices("sim:0") == std::vector<device>{device::sim(0)});
+}
+
+TEST_CASE("an unknown device name throws ag::error naming the text", "[graph]") {
+  for (const std::string bad : {"gpu:0", "sim:", "sim:-1", "sim:x", "cuda:1:2", "cuda", "sim 0",
+                                "CPU", "sim:+1", "cuda:0x1", "cuda:", "sim: 0", "auto"}) {
+    INFO("text: \"" << bad << "\"");
+    CHECK_THROWS_AS(ag::parse_device(bad), ag::error);
+    CHECK_THROWS_WITH(ag::parse_device(bad), Catch::Contains("\"" + bad + "\""));
+  }
+}
+
+TEST_CASE("an empty device name throws ag::error", "[graph]") {
+  CHECK_THROWS_AS(ag::parse_device(""), ag::error);
+  CHECK_THROWS_WITH(ag::parse_device(""), Catch::Contains("unknown device \"\""));
+  CHECK_THROWS_AS(ag::parse_device("   "), ag::error);
+  CHECK_THROWS_AS(ag::parse_devices(""), ag::error);
+  CHECK_THROWS_AS(ag::parse_devices("  "), ag::error);
+}
+
+TEST_CASE("an index too long to be a device index is rejected, not overflowed", "[graph]") {
+  CHECK_THROWS_AS(ag::parse_device("sim:99999999999999999999"), ag::error);
+  CHECK_THROWS_WITH(ag::parse_device("cuda:4294967296"), Catch::Contains("cuda:4294967296"));
+}
+
+TEST_CASE("an unknown name inside a device list throws ag::error naming that entry", "[graph]") {
+  CHECK_THROWS_AS(ag::parse_devices("sim:0,gpu:1"), ag::error);
+  CHECK_THROWS_WITH(ag::parse_devices("sim:0,gpu:1"), Catch::Contains("gpu:1"));
+  CHECK_THROWS_WITH(ag::parse_devices("sim:0,sim:x,sim:1"), Catch::Contains("sim:x"));
+  // "auto" only means "auto" on its own.
+  CHECK_THROWS_WITH(ag::parse_devices("sim:0,auto"), Catch::Contains("unknown device \"auto\""));
+}
+
+TEST_CASE("an empty entry in a device list throws ag::error naming the list", "[graph]") {
+  for (const std::string bad : {"sim:0,,sim:1", ",sim:0", "sim:0,", "sim:0, ,sim:1", ","}) {
+    INFO("list: \"" << bad << "\"");
+    CHECK_THROWS_AS(ag::parse_devices(bad), ag::error);
+    CHECK_THROWS_WITH(ag::parse_devices(bad),
+                      Catch::Contains("\"" + bad + "\"") && Catch::Contains("empty entry"));
+  }
+}
+
+TEST_CASE("a device listed twice throws ag::error naming the device", "[graph]") {
+  CHECK_THROWS_AS(ag::parse_devices("sim:0,sim:0"), ag::error);
+  CHECK_THROWS_WITH(ag::parse_devices("sim:0,sim:1,sim:0"),
+                    Catch::Contains("sim:0 twice") && Catch::Contains("sim:0,sim:1,sim:0"));
+  // The same device written differently is still the same device.
+  CHECK_THROWS_WITH(ag::parse_devices("cuda:1, cuda:01"), Catch::Contains("cuda:1 twice"));
+  CHECK_THROWS_WITH(ag::parse_devices("cpu,cpu"), Catch::Contains("cpu twice"));
+}
+
+TEST_CASE("str() names a device the way parse_device reads it", "[graph]") {
+  CHECK(device::cpu().str() == "cpu");
+  CHECK(device::cuda(3).str() == "cuda:3");
+  CHECK(device::sim(0).str() == "sim:0");
+  for (const device d : {device::cpu(), device::cuda(0), device::cuda(5), device::sim(0),
+                         device::sim(41)})
+    CHECK(ag::parse_device(d.str()) == d);
+
+  std::ostringstream out;
+  out << device::sim(2);
+  CHECK(out.str() == "sim:2");
+}
+
+TEST_CASE("to_string of a device list round-trips through parse_devices", "[graph]") {
+  const std::vector<device> list{device::sim(1), device::cuda(0), device::cpu(), device::sim(0)};
+  CHECK(ag::to_string(list) == "sim:1,cuda:0,cpu,sim:0");
+  CHECK(ag::parse_devices(ag::to_string(list)) == list);
+  CHECK(ag::to_string(ag::parse_devices("sim:0, sim:1")) == "sim:0,sim:1");
+  CHECK(ag::to_string(std::vector<device>{}).empty());
+}
+
+TEST_CASE("devices compare by kind, then by index", "[graph]") {
+  CHECK(device::sim(0) != device::cuda(0));
+  CHECK(device::sim(0) != device::sim(1));
+  CHECK(device::cpu() < device::cuda(0));
+  CHECK(device::cuda(9) < device::sim(0));
+  CHECK(device::sim(1) < device::sim(2));
+  CHECK_FALSE(device::sim(2) < device::sim(2));
+  CHECK(device::cpu().is_cpu());
+  CHECK_FALSE(device::sim(0).is_cpu());
+}
