@@ -1,6 +1,8 @@
 #include "actors/executor.hpp"
 
 #include <cstring>
+
+#include <unistd.h>
 #include <deque>
 #include <string>
 #include <unordered_map>
@@ -9,9 +11,13 @@
 #include <caf/all.hpp>
 
 #include "actors/protocol.hpp"
+#include "actors/publisher.hpp"
+#include "actors/puller.hpp"
+#include "actors/runner_proxy.hpp"
 #include "actors/stream_actor.hpp"
 #include "graph/op.hpp"
 #include "ipc/store_allocator.hpp"
+#include "ipc/wire.hpp"
 
 namespace ag {
 
@@ -35,7 +41,8 @@ struct entry {
 
 struct lane {
   device dev;
-  caf::actor runner;
+  caf::actor runner; // a stream actor, or (remote) the runner proxy of the lane's child
+  bool remote = false;
   bool ready = false;
   bool down = false;
   uint64_t issued = 0; // operators given an index (1..issued)
@@ -88,6 +95,11 @@ struct executor_state {
   std::vector<pending_fetch> fetches;
   std::vector<pending_sync> syncs;
   std::vector<caf::response_promise> ready_waiters;
+  // Process mode: the sockets' actors, stopped after every lane.
+  caf::actor publisher;
+  caf::actor puller;
+  bool publisher_down = false;
+  bool puller_down = false;
   caf::response_promise shutdown_waiter;
   bool flush_scheduled = false;
   bool stopping = false;
@@ -337,6 +349,7 @@ public:
 
   // Sends every lane what it can run now: a prefix of its queue whose dependencies are met.
   void dispatch() {
+    wire::execute_msg broadcast;
     for (uint32_t l = 0; l < st_.lanes.size(); ++l) {
       auto& ln = st_.lanes[l];
       if (ln.queue.empty() || ln.down)
@@ -364,8 +377,14 @@ public:
       ln.in_flight.push_back(ln.entries_sent);
       ++st_.batches;
       st_.operators += b.ops.size();
-      self_->send(ln.runner, execute_atom::value, std::move(b));
+      if (ln.remote)
+        broadcast.batches.push_back(std::move(b));
+      else
+        self_->send(ln.runner, execute_atom::value, std::move(b));
     }
+    // One broadcast serves every child (each runs the batch of its own lane).
+    if (!broadcast.batches.empty())
+      self_->send(st_.publisher, publish_atom::value, std::move(broadcast));
   }
 
   // Answers the waits whose work is done and frees the store ranges nobody can read any more.
@@ -396,17 +415,33 @@ public:
     }
   }
 
+  // Every lane first; then the sockets' actors, which the children's last words pass through.
   void maybe_finish_shutdown() {
     if (!st_.stopping)
       return;
     for (const auto& l : st_.lanes)
       if (!l.down)
         return;
+    if (st_.publisher && !st_.publisher_down) {
+      self_->send_exit(st_.publisher, caf::exit_reason::user_shutdown);
+      self_->send_exit(st_.puller, caf::exit_reason::user_shutdown);
+      return;
+    }
+    if (st_.puller && !st_.puller_down)
+      return;
     st_.shutdown_waiter.deliver(caf::unit);
     self_->quit();
   }
 
   void on_down(const caf::down_msg& dm) {
+    for (auto* service : {&st_.publisher, &st_.puller}) {
+      if (*service && service->address() == dm.source) {
+        (service == &st_.publisher ? st_.publisher_down : st_.puller_down) = true;
+        if (!st_.stopping)
+          fail(std::string{service == &st_.publisher ? "publisher" : "puller"}
+               + " stopped: " + (dm.reason ? describe(dm.reason, "socket") : "exited"));
+      }
+    }
     for (auto& l : st_.lanes) {
       if (l.runner.address() != dm.source || l.down)
         continue;
@@ -425,18 +460,46 @@ private:
   executor_state& st_;
 };
 
-caf::behavior executor_fun(executor_actor* self, std::vector<device> devices,
-                           std::byte* store_base, std::size_t store_size) {
+caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
   auto& st = self->state;
-  st.store_base = store_base;
-  st.store_size = store_size;
-  st.store = std::make_unique<store_allocator>(store_size);
+  st.store_base = setup.store_base;
+  st.store_size = setup.store_size;
+  st.store = std::make_unique<store_allocator>(setup.store_size);
+  auto& sys = self->home_system();
+  const auto me = caf::actor_cast<caf::actor>(self);
+  auto devices = setup.devices;
   devices.insert(devices.begin(), device::cpu());
+  if (setup.process) {
+    auto& p = *setup.process;
+    st.publisher = spawn_publisher(sys, p.zmq, p.pub_endpoint);
+    st.puller = spawn_puller(sys, p.zmq, p.pull_endpoint, me);
+    self->monitor(st.publisher);
+    self->monitor(st.puller);
+  }
   for (uint32_t i = 0; i < devices.size(); ++i) {
     lane l;
     l.dev = devices[i];
-    l.runner = spawn_stream_actor(self, caf::actor_cast<caf::actor>(self), i, devices[i],
-                                  store_base, store_size);
+    l.remote = setup.process && !devices[i].is_cpu();
+    if (l.remote) {
+      auto& p = *setup.process;
+      proxy_setup ps;
+      ps.runner_path = p.runner_path;
+      ps.segment_name = p.segment_prefix + "-sync-" + std::to_string(i);
+      ps.args.pub_endpoint = p.pub_endpoint;
+      ps.args.pull_endpoint = p.pull_endpoint;
+      ps.args.where = devices[i];
+      ps.args.lane = i;
+      ps.args.store_name = p.store_name;
+      ps.args.store_bytes = setup.store_size;
+      ps.args.parent_pid = static_cast<int32_t>(::getpid());
+      ps.args.wait_timeout_ms = static_cast<uint64_t>(p.timeout.count());
+      ps.timeout = p.timeout;
+      l.runner = spawn_runner_proxy(sys, std::move(ps));
+    } else {
+      l.runner = spawn_stream_actor(sys, me, i, devices[i], setup.store_base, setup.store_size,
+                                    false);
+    }
+    self->monitor(l.runner);
     st.lanes.push_back(std::move(l));
   }
   self->set_down_handler([self](caf::down_msg& dm) { executor_logic{self}.on_down(dm); });
@@ -444,6 +507,10 @@ caf::behavior executor_fun(executor_actor* self, std::vector<device> devices,
   std::vector<caf::actor> runners;
   for (auto& l : st.lanes)
     runners.push_back(l.runner);
+  if (st.publisher) {
+    runners.push_back(st.publisher);
+    runners.push_back(st.puller);
+  }
   self->attach_functor([runners](const caf::error&) {
     for (auto& r : runners)
       caf::anon_send_exit(r, caf::exit_reason::user_shutdown);
@@ -469,6 +536,8 @@ caf::behavior executor_fun(executor_actor* self, std::vector<device> devices,
         return;
       st.lanes[l].ready = true;
       if (st.all_ready()) {
+        if (st.publisher)
+          self->send(st.publisher, ready_atom::value); // no more Hellos
         for (auto& r : st.ready_waiters)
           r.deliver(caf::unit);
         st.ready_waiters.clear();
@@ -539,8 +608,14 @@ caf::behavior executor_fun(executor_actor* self, std::vector<device> devices,
       auto& st = self->state;
       st.stopping = true;
       st.shutdown_waiter = self->make_response_promise();
-      for (auto& l : st.lanes)
-        self->send_exit(l.runner, caf::exit_reason::user_shutdown);
+      if (st.publisher)
+        self->send(st.publisher, destroy_atom::value);
+      for (auto& l : st.lanes) {
+        if (l.remote) // sets the exit flag, waits for the child (deadline, then SIGKILL)
+          self->send(l.runner, shutdown_atom::value);
+        else
+          self->send_exit(l.runner, caf::exit_reason::user_shutdown);
+      }
       executor_logic{self}.maybe_finish_shutdown();
       return caf::delegated<caf::unit_t>{};
     },
@@ -549,9 +624,8 @@ caf::behavior executor_fun(executor_actor* self, std::vector<device> devices,
 
 } // namespace
 
-caf::actor spawn_executor(caf::actor_system& sys, std::vector<device> devices,
-                          std::byte* store_base, std::size_t store_size) {
-  return sys.spawn<caf::detached>(executor_fun, std::move(devices), store_base, store_size);
+caf::actor spawn_executor(caf::actor_system& sys, executor_setup setup) {
+  return sys.spawn<caf::detached>(executor_fun, std::move(setup));
 }
 
 } // namespace ag

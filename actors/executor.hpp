@@ -12,18 +12,44 @@
 //          fails, naming the device        and later wait answers with the first error)
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <caf/fwd.hpp>
 
 #include "actorgraph/device.hpp"
 
+namespace zmq {
+class context_t;
+} // namespace zmq
+
 namespace ag {
 
-// Spawns the executor and, as lane 0, the cpu runner, then one stream actor per device (lanes 1..).
+// Process mode: where the children are and how to start them.
+struct process_setup {
+  std::shared_ptr<zmq::context_t> zmq;
+  std::string pub_endpoint;
+  std::string pull_endpoint;
+  std::string store_name;
+  std::string runner_path;
+  std::string segment_prefix; // + "-sync-<lane>": each child's SubProcessSync segment
+  std::chrono::milliseconds timeout{60000};
+};
+
+struct executor_setup {
+  std::vector<device> devices; // besides the cpu
+  std::byte* store_base = nullptr;
+  std::size_t store_size = 0;
+  std::optional<process_setup> process; // empty: thread mode
+};
+
+// Spawns the executor and, as lane 0, the cpu runner; then, for lanes 1.., one stream actor per
+// device (thread mode) or a publisher, a puller and one runner proxy per device (process mode).
 // Host tensors live in [store_base, store_base + store_size).
-caf::actor spawn_executor(caf::actor_system& sys, std::vector<device> devices,
-                          std::byte* store_base, std::size_t store_size);
+caf::actor spawn_executor(caf::actor_system& sys, executor_setup setup);
 
 } // namespace ag

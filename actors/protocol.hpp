@@ -11,6 +11,14 @@
 //   executor -> runner:        (execute, batch)
 //   runner -> executor:        (ready, lane)  (done, lane, ops done, device live bytes)
 //                              (failed, lane, op index, what)
+// Process mode (the runner of a device lane is a child process):
+//   executor -> publisher:     (publish, wire::execute_msg)  (hello: until every child is ready)
+//                              (destroy)
+//   puller -> executor:        what the children pushed, as the runner messages above
+//   executor -> runner proxy:  (shutdown) -> unit, once its child exited (or was killed)
+//   publisher, puller, proxies, subscriber: (poll) to themselves between socket/process polls
+//   child: stream actor -> pusher: the runner messages above; subscriber -> pusher: (hello)
+//          subscriber -> child main: (destroy)
 #pragma once
 
 #include <cstdint>
@@ -33,6 +41,13 @@ using execute_atom = caf::atom_constant<caf::atom("execute")>;
 using ready_atom = caf::atom_constant<caf::atom("ready")>;
 using done_atom = caf::atom_constant<caf::atom("done")>;
 using failed_atom = caf::atom_constant<caf::atom("failed")>;
+using publish_atom = caf::atom_constant<caf::atom("publish")>;
+using hello_atom = caf::atom_constant<caf::atom("hello")>;
+using destroy_atom = caf::atom_constant<caf::atom("destroy")>;
+using poll_atom = caf::atom_constant<caf::atom("poll")>;
+
+// The lane of a failure that no lane can be blamed for (a malformed frame from a child).
+constexpr uint32_t no_lane = UINT32_MAX;
 
 // The project's error category: the context of every such error is one string that says what
 // failed (device, op, reason).

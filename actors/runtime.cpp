@@ -2,17 +2,25 @@
 // tensor store and the executor; every wait on the user's thread is a request with a deadline.
 #include "actorgraph/runtime.hpp"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <optional>
+#include <random>
+
+#include <dlfcn.h>
+#include <unistd.h>
 
 #include <caf/all.hpp>
+#include <zmq.hpp>
 
 #include "actorgraph/error.hpp"
 #include "actors/executor.hpp"
 #include "actors/protocol.hpp"
 #include "cuda/kernel_stream.hpp"
 #include "graph/runtime_core.hpp"
+#include "ipc/runtime_dir.hpp"
 #include "ipc/tensor_store.hpp"
 
 namespace ag {
@@ -46,16 +54,92 @@ std::vector<device> resolve_devices(const std::vector<device>& wanted) {
   return out;
 }
 
+std::string random_tag() {
+  std::random_device rd;
+  const uint64_t x = (uint64_t{rd()} << 32) | rd();
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(x));
+  return buf;
+}
+
+bool executable(const std::string& path) { return !path.empty() && ::access(path.c_str(), X_OK) == 0; }
+
+std::string directory_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+// ag-runner: graph_option::runner_path, else $AG_RUNNER, else beside this library's installed
+// programs (<prefix>/lib/libactorgraph.so -> <prefix>/bin/ag-runner), else beside the running
+// program, else where this build put it.
+std::string find_runner(const std::string& configured) {
+  std::vector<std::string> tried;
+  auto consider = [&](const std::string& p) {
+    tried.push_back(p);
+    return executable(p);
+  };
+  if (!configured.empty()) {
+    if (consider(configured))
+      return configured;
+    throw error("graph_option::runner_path " + configured + " is not an executable file");
+  }
+  if (const char* env = std::getenv("AG_RUNNER"); env && *env) {
+    if (consider(env))
+      return env;
+    throw error("AG_RUNNER=" + std::string{env} + " is not an executable file");
+  }
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&find_runner), &info) && info.dli_fname) {
+    const std::string lib_dir = directory_of(info.dli_fname);
+    if (auto p = lib_dir + "/" AG_LIB_TO_BIN "/ag-runner"; consider(p))
+      return p;
+  }
+  char exe[4096];
+  const auto n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    if (auto p = directory_of(exe) + "/ag-runner"; consider(p))
+      return p;
+  }
+#ifdef AG_BUILD_RUNNER
+  if (consider(AG_BUILD_RUNNER))
+    return AG_BUILD_RUNNER;
+#endif
+  std::string list;
+  for (auto& t : tried)
+    list += (list.empty() ? "" : ", ") + t;
+  throw error("ag-runner not found (looked at " + list
+              + "); set graph_option::runner_path or AG_RUNNER");
+}
+
 class controller final : public detail::runtime_core {
 public:
   controller(caf::actor_system* borrowed, graph_option opt) : opt_(std::move(opt)) {
-    if (opt_.per_device_per_process)
-      throw error("per_device_per_process = true (process mode) is not available in this build; "
-                  "use thread mode (false)");
     if (opt_.wait_timeout.count() <= 0)
       throw error("graph_option::wait_timeout must be positive");
     devices_ = resolve_devices(opt_.devices);
-    store_ = tensor_store::anonymous(opt_.store_bytes);
+    executor_setup setup;
+    setup.devices = devices_;
+    if (opt_.per_device_per_process) {
+      // Names of this runtime's shared memory begin with its pid, so that what a dead runtime left
+      // can be told from what a live one holds.
+      const std::string prefix = "ag-" + std::to_string(::getpid()) + "-" + random_tag();
+      dir_ = runtime_dir::create();
+      store_ = tensor_store::create_shared("/" + prefix + "-store", opt_.store_bytes);
+      process_setup p;
+      p.zmq = std::make_shared<zmq::context_t>(1);
+      p.pub_endpoint = dir_.endpoint("pub");
+      p.pull_endpoint = dir_.endpoint("pull");
+      p.store_name = store_.name();
+      p.runner_path = find_runner(opt_.runner_path);
+      p.segment_prefix = prefix;
+      p.timeout = opt_.wait_timeout;
+      setup.process = std::move(p);
+    } else {
+      store_ = tensor_store::anonymous(opt_.store_bytes);
+    }
+    setup.store_base = store_.base();
+    setup.store_size = store_.size();
     if (borrowed == nullptr) {
       // Every actor of the runtime is detached: the scheduler's pool only needs a thread or two.
       cfg_.emplace();
@@ -66,7 +150,7 @@ public:
     } else {
       sys_ = borrowed;
     }
-    executor_ = spawn_executor(*sys_, devices_, store_.base(), store_.size());
+    executor_ = spawn_executor(*sys_, std::move(setup));
     try {
       wait<caf::unit_t>("start-up (waiting for every runner to be ready)", wait_ready_atom::value);
     } catch (...) {
@@ -157,6 +241,7 @@ private:
 
   graph_option opt_;
   std::vector<device> devices_;
+  runtime_dir dir_; // process mode: the endpoints' directory, removed last
   tensor_store store_;
   std::vector<tensor_store> leaked_;
   std::optional<caf::actor_system_config> cfg_;

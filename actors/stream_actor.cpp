@@ -27,13 +27,15 @@ struct stream_state {
 
 caf::behavior stream_actor(caf::stateful_actor<stream_state>* self, caf::actor executor,
                            uint32_t lane, device dev, std::byte* store_base,
-                           std::size_t store_size) {
+                           std::size_t store_size, bool pin_store) {
   auto& st = self->state;
   st.executor = std::move(executor);
   st.lane = lane;
   st.dev = dev;
   try {
     st.stream = make_stream(dev);
+    if (pin_store)
+      st.stream->register_host(store_base, store_size);
     st.runner = std::make_unique<naive_runner>(*st.stream, store_base, store_size);
   } catch (const std::exception& e) {
     self->quit(make_error(errc::device_failed, dev.str() + ": cannot start: " + e.what()));
@@ -78,10 +80,11 @@ caf::behavior stream_actor(caf::stateful_actor<stream_state>* self, caf::actor e
 
 } // namespace
 
-caf::actor spawn_stream_actor(caf::local_actor* parent, caf::actor executor, uint32_t lane,
-                              device dev, std::byte* store_base, std::size_t store_size) {
-  return parent->spawn<caf::detached + caf::monitored>(stream_actor, std::move(executor), lane, dev,
-                                                       store_base, store_size);
+caf::actor spawn_stream_actor(caf::actor_system& sys, caf::actor report_to, uint32_t lane,
+                              device dev, std::byte* store_base, std::size_t store_size,
+                              bool pin_store) {
+  return sys.spawn<caf::detached>(stream_actor, std::move(report_to), lane, dev, store_base,
+                                  store_size, pin_store);
 }
 
 } // namespace ag

@@ -20,9 +20,12 @@
 
 namespace ag {
 
-// Spawns the runner of `dev`, reporting to `executor` as lane `lane`; host operands are offsets
-// into the store at [store_base, store_base + store_size).
-caf::actor spawn_stream_actor(caf::local_actor* parent, caf::actor executor, uint32_t lane,
-                              device dev, std::byte* store_base, std::size_t store_size);
+// Spawns the runner of `dev`, reporting to `report_to` (the executor; in a child, its pusher) as
+// lane `lane`; host operands are offsets into the store at [store_base, store_base + store_size).
+// With pin_store, a CUDA stream registers the store (cudaHostRegister) so that copies between it
+// and the GPU run at pinned-memory speed.
+caf::actor spawn_stream_actor(caf::actor_system& sys, caf::actor report_to, uint32_t lane,
+                              device dev, std::byte* store_base, std::size_t store_size,
+                              bool pin_store);
 
 } // namespace ag

@@ -7,6 +7,8 @@
 #include <string>
 
 #include <cublas_api.h>
+
+#include "cuda/cublas_loader.hpp"
 #include <cuda_runtime_api.h>
 
 #include "actorgraph/error.hpp"
@@ -53,7 +55,8 @@ inline std::string cuda_status_text(cudaError_t status) {
 }
 
 inline std::string cublas_status_text(cublasStatus_t status) {
-  return std::string(cublasGetStatusName(status)) + " (" + cublasGetStatusString(status) + ")";
+  const auto& api = ::ag::cublas::get(); // loaded: a status only comes from a cuBLAS call
+  return std::string(api.status_name(status)) + " (" + api.status_string(status) + ")";
 }
 
 // Out of line from the macro so that the success path is one compare and a predicted branch.

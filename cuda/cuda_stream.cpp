@@ -43,7 +43,9 @@ struct stream_deleter {
 using stream_ptr = std::unique_ptr<CUstream_st, stream_deleter>;
 
 struct cublas_deleter {
-  void operator()(cublasHandle_t h) const noexcept { CUBLAS_TRY_NOTHROW(cublasDestroy(h)); }
+  void operator()(cublasHandle_t h) const noexcept {
+    CUBLAS_TRY_NOTHROW(cublas::get().destroy(h));
+  }
 };
 using cublas_ptr = std::unique_ptr<cublasContext, cublas_deleter>;
 
@@ -56,13 +58,14 @@ stream_ptr make_stream_handle() {
 }
 
 cublas_ptr make_cublas_handle(cudaStream_t stream) {
+  const auto& api = cublas::get();
   cublasHandle_t h = nullptr;
-  CUBLAS_TRY(cublasCreate(&h));
+  CUBLAS_TRY(api.create(&h));
   cublas_ptr owned(h);
-  CUBLAS_TRY(cublasSetStream(h, stream));
+  CUBLAS_TRY(api.set_stream(h, stream));
   // Full FP32 (no TF32 tensor cores): results stay within 1e-4 of the CPU reference, which users
   // and tests compare against.
-  CUBLAS_TRY(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+  CUBLAS_TRY(api.set_math_mode(h, CUBLAS_DEFAULT_MATH));
   return owned;
 }
 
@@ -79,7 +82,6 @@ public:
     : index_(bind_device(index)),
       allocator_(index_),
       stream_(make_stream_handle()),
-      cublas_(make_cublas_handle(stream_.get())),
       sum_scratch_(static_cast<double*>(allocator_.allocate(cuda::sum_scratch_bytes()))) {}
 
   // Members are destroyed in reverse: cuBLAS, then the stream, then the allocator, whose blocks
@@ -142,7 +144,9 @@ public:
     // with no transposition.
     const float one = 1.0f;
     const float zero = 0.0f;
-    CUBLAS_TRY(cublasSgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki, &one, b, ni, a, ki,
+    if (!cublas_) // created with the first matmul: see cuda/cublas_loader.hpp
+      cublas_ = make_cublas_handle(stream_.get());
+    CUBLAS_TRY(cublas::get().sgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki, &one, b, ni, a, ki,
                            &zero, out, ni));
   }
 

@@ -5,10 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include <caf/error.hpp>
+#include <caf/meta/load_callback.hpp>
 #include <caf/meta/type_name.hpp>
 
 #include "actorgraph/device.hpp"
@@ -64,10 +67,18 @@ struct op_desc {
   float scalar = 0.0f;
 };
 
+// CAF 0.17 packs floats through an IEEE-754 encoder that loses -0, NaN and subnormals (and never
+// finishes on an infinity), so the scalar travels as its 32 bits.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_desc& x) {
-  return f(caf::meta::type_name("op_desc"), x.kind, x.out, x.a, x.b, x.count, x.m, x.k, x.n,
-           x.scalar);
+  uint32_t bits = 0;
+  std::memcpy(&bits, &x.scalar, sizeof bits);
+  auto restore = caf::meta::load_callback([&]() -> caf::error {
+    std::memcpy(&x.scalar, &bits, sizeof bits);
+    return caf::none;
+  });
+  return f(caf::meta::type_name("op_desc"), x.kind, x.out, x.a, x.b, x.count, x.m, x.k, x.n, bits,
+           restore);
 }
 
 // "matmul #7 (a=#5, b=#6)" for error messages.

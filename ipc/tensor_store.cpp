@@ -3,9 +3,13 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <new>
 #include <utility>
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "actorgraph/error.hpp"
 
@@ -22,14 +26,63 @@ tensor_store tensor_store::anonymous(std::size_t bytes) {
   return tensor_store{static_cast<std::byte*>(p), bytes};
 }
 
+namespace {
+
+std::byte* map_shared(int fd, std::size_t bytes, const std::string& name) {
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int saved = errno;
+  ::close(fd);
+  if (p == MAP_FAILED)
+    throw error("tensor store " + name + ": cannot map " + std::to_string(bytes)
+                + " bytes: " + std::strerror(saved));
+  return static_cast<std::byte*>(p);
+}
+
+} // namespace
+
+tensor_store tensor_store::create_shared(const std::string& name, std::size_t bytes) {
+  if (bytes == 0)
+    throw error("tensor store " + name + ": size must be positive");
+  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw error("tensor store " + name + ": cannot create: " + std::strerror(errno));
+  // A sparse object: tmpfs backs pages only as tensors are written.
+  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    ::shm_unlink(name.c_str());
+    throw error("tensor store " + name + ": cannot size to " + std::to_string(bytes)
+                + " bytes: " + std::strerror(saved));
+  }
+  try {
+    return tensor_store{map_shared(fd, bytes, name), bytes, name, true};
+  } catch (...) {
+    ::shm_unlink(name.c_str());
+    throw;
+  }
+}
+
+tensor_store tensor_store::open_shared(const std::string& name, std::size_t bytes) {
+  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0)
+    throw error("tensor store " + name + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != bytes) {
+    ::close(fd);
+    throw error("tensor store " + name + ": holds " + std::to_string(st.st_size)
+                + " bytes, expected " + std::to_string(bytes));
+  }
+  return tensor_store{map_shared(fd, bytes, name), bytes, name, false};
+}
+
 tensor_store::tensor_store(tensor_store&& other) noexcept
-  : base_(std::exchange(other.base_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  : base_(std::exchange(other.base_, nullptr)), size_(std::exchange(other.size_, 0)),
+    name_(std::move(other.name_)), owner_(std::exchange(other.owner_, false)) {}
 
 tensor_store& tensor_store::operator=(tensor_store&& other) noexcept {
   if (this != &other) {
     this->~tensor_store();
-    base_ = std::exchange(other.base_, nullptr);
-    size_ = std::exchange(other.size_, 0);
+    new (this) tensor_store(std::move(other));
   }
   return *this;
 }
@@ -37,6 +90,8 @@ tensor_store& tensor_store::operator=(tensor_store&& other) noexcept {
 tensor_store::~tensor_store() {
   if (base_ != nullptr)
     ::munmap(base_, size_);
+  if (owner_)
+    ::shm_unlink(name_.c_str());
 }
 
 } // namespace ag

@@ -1,10 +1,11 @@
 // tensor_store: the host memory that cpu tensors and the host half of every move live in, addressed
 // by byte offsets so that every process can map it at its own address. kMemory (this process's
-// anonymous memory, thread mode); kFile (a shared-memory file every process maps) arrives with
-// process mode. Only the controller allocates, through store_allocator.
+// anonymous memory, thread mode) or kFile (a POSIX shared-memory object every process maps,
+// process mode). Only the controller allocates, through store_allocator.
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <type_traits>
 
 namespace ag {
@@ -14,12 +15,21 @@ public:
   // kMemory: reserves `bytes` of address space; pages are touched only as tensors are written.
   static tensor_store anonymous(std::size_t bytes);
 
+  // kFile, controller side: creates the shared-memory object `name` ("/ag-...", mode 0600, must
+  // not exist) of `bytes` bytes and maps it; the object is unlinked when this store is destroyed.
+  static tensor_store create_shared(const std::string& name, std::size_t bytes);
+
+  // kFile, child side: maps the existing object `name`, which must hold exactly `bytes` bytes.
+  static tensor_store open_shared(const std::string& name, std::size_t bytes);
+
   tensor_store() noexcept = default;
   tensor_store(tensor_store&& other) noexcept;
   tensor_store& operator=(tensor_store&& other) noexcept;
   ~tensor_store();
 
   std::byte* base() const noexcept { return base_; }
+  // The shared-memory object's name; empty for kMemory.
+  const std::string& name() const noexcept { return name_; }
   std::size_t size() const noexcept { return size_; }
 
   // True when [offset, offset + bytes) lies inside the store.
@@ -28,10 +38,13 @@ public:
   }
 
 private:
-  tensor_store(std::byte* base, std::size_t size) noexcept : base_(base), size_(size) {}
+  tensor_store(std::byte* base, std::size_t size, std::string name = {}, bool owner = false) noexcept
+    : base_(base), size_(size), name_(std::move(name)), owner_(owner) {}
 
   std::byte* base_ = nullptr;
   std::size_t size_ = 0;
+  std::string name_;
+  bool owner_ = false; // unlinks name_ when destroyed
 };
 
 static_assert(std::is_nothrow_move_constructible_v<tensor_store>);

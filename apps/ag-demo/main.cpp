@@ -1,5 +1,6 @@
 // ag-demo: c = a + b on every device, then a two-layer MLP forward pass on every device, each
-// checked against a plain C++ reference computed here, with the time each took.
+// checked against a plain C++ reference computed here, with the time each took; in thread mode,
+// process mode, or both side by side (the default).
 //
 //   ag-demo [--devices=auto|cpu|cuda:N|sim:N,...] [--mode=thread|process] [--help]
 //
@@ -23,13 +24,13 @@ namespace {
 class demo_config : public caf::actor_system_config {
 public:
   std::string devices = "auto";
-  std::string mode = "thread";
+  std::string mode; // empty: both, side by side
   int64_t size = 4096;
 
   demo_config() {
     opt_group{custom_options_, "global"}
       .add(devices, "devices,d", "devices to run on: auto, or a list such as sim:0,sim:1 or cuda:0")
-      .add(mode, "mode,m", "thread (one stream actor per device) or process (a child per device)")
+      .add(mode, "mode,m", "thread (a stream actor per device) or process (a child per device); default: both")
       .add(size, "size,s", "elements of the vectors added on each device");
   }
 };
@@ -72,19 +73,34 @@ double max_rel_error(const std::vector<float>& x, const std::vector<float>& ref)
   return worst;
 }
 
-bool run(caf::actor_system& sys, const demo_config& cfg, bool process) {
+struct row {
+  std::string what;    // "sim:0  c = a + b [4096]"
+  double first = 0;    // first element of the result
+  double error = 0;    // largest relative error against the reference
+  double ms = 0;       // time taken
+  bool ok = false;
+};
+
+struct mode_result {
+  std::string mode;
+  double ready_ms = 0;
+  std::vector<row> rows;
+  std::size_t operators = 0, batches = 0, store_held = 0;
+};
+
+mode_result run(caf::actor_system& sys, const demo_config& cfg, bool process) {
   ag::graph_option opt;
   opt.devices = ag::parse_devices(cfg.devices);
   opt.per_device_per_process = process;
+  mode_result out;
+  out.mode = process ? "process" : "thread";
   const auto t_start = clock_type::now();
   ag::runtime rt{sys, opt};
-  std::printf("mode %s, devices cpu,%s: ready in %.1f ms\n", process ? "process" : "thread",
-              ag::to_string(rt.devices()).c_str(), ms_since(t_start));
+  out.ready_ms = ms_since(t_start);
 
   std::vector<ag::device> all{ag::device::cpu()};
   all.insert(all.end(), rt.devices().begin(), rt.devices().end());
   std::mt19937 rng{42};
-  bool ok = true;
 
   // c = a + b on every device.
   const auto n = static_cast<std::size_t>(cfg.size);
@@ -97,42 +113,68 @@ bool run(caf::actor_system& sys, const demo_config& cfg, bool process) {
     const auto t0 = clock_type::now();
     auto a = rt.from_vector({cfg.size}, av, d);
     auto b = rt.from_vector({cfg.size}, bv, d);
-    auto c = a + b;
-    const auto v = c.to_vector();
+    const auto v = (a + b).to_vector();
     const double err = max_rel_error(v, ref);
-    const bool good = err == 0.0;
-    ok = ok && good;
-    std::printf("  %-8s c = a + b   [%zu]   c[0] = %+.6f   max error %.1e   %7.2f ms   %s\n",
-                d.str().c_str(), n, v.empty() ? 0.0 : v[0], err, ms_since(t0),
-                good ? "ok" : "MISMATCH");
+    out.rows.push_back({d.str() + "  c = a + b [" + std::to_string(n) + "]",
+                        v.empty() ? 0.0 : v[0], err, ms_since(t0), err == 0.0});
   }
 
   // A two-layer MLP forward pass: y = relu(x W1) W2.
-  const std::size_t batch = 64, in = 256, hidden = 512, out = 10;
+  const std::size_t batch = 64, in = 256, hidden = 512, classes = 10;
   const auto xv = random_vector(batch * in, rng, -1, 1);
   const auto w1v = random_vector(in * hidden, rng, -0.1f, 0.1f);
-  const auto w2v = random_vector(hidden * out, rng, -0.1f, 0.1f);
+  const auto w2v = random_vector(hidden * classes, rng, -0.1f, 0.1f);
   const auto href = reference_matmul(xv, w1v, batch, in, hidden, true);
-  const auto yref = reference_matmul(href, w2v, batch, hidden, out, false);
+  const auto yref = reference_matmul(href, w2v, batch, hidden, classes, false);
   const auto i64 = [](std::size_t x) { return static_cast<int64_t>(x); };
   for (const auto& d : all) {
     const auto t0 = clock_type::now();
     auto x = rt.from_vector({i64(batch), i64(in)}, xv, d);
     auto w1 = rt.from_vector({i64(in), i64(hidden)}, w1v, d);
-    auto w2 = rt.from_vector({i64(hidden), i64(out)}, w2v, d);
-    auto y = x.matmul(w1).relu().matmul(w2);
-    const auto v = y.to(ag::device::cpu()).to_vector();
+    auto w2 = rt.from_vector({i64(hidden), i64(classes)}, w2v, d);
+    const auto v = x.matmul(w1).relu().matmul(w2).to(ag::device::cpu()).to_vector();
     const double err = max_rel_error(v, yref);
-    const bool good = err < 1e-4;
-    ok = ok && good;
-    std::printf("  %-8s MLP %zux%zu -> %zu -> %zu   y[0] = %+.6f   max error %.1e   %7.2f ms   %s\n",
-                d.str().c_str(), batch, in, hidden, out, v.empty() ? 0.0 : v[0], err,
-                ms_since(t0), good ? "ok" : "MISMATCH");
+    out.rows.push_back({d.str() + "  MLP 64x256 -> 512 -> 10", v.empty() ? 0.0 : v[0], err,
+                        ms_since(t0), err < 1e-4});
   }
   rt.sync();
   const auto stats = rt.stats();
-  std::printf("  %zu operators in %zu batches; store bytes still held: %zu\n", stats.operators,
-              stats.batches, stats.store_live_bytes);
+  out.operators = stats.operators;
+  out.batches = stats.batches;
+  out.store_held = stats.store_live_bytes;
+  return out;
+}
+
+// One column per mode, side by side.
+bool print(const std::vector<mode_result>& results) {
+  bool ok = true;
+  std::printf("%-34s", "");
+  for (const auto& r : results)
+    std::printf(" | %-40s", (r.mode + " mode").c_str());
+  std::printf("\n%-34s", "ready (runtime constructed)");
+  for (const auto& r : results)
+    std::printf(" | %9.1f ms %28s", r.ready_ms, "");
+  std::printf("\n");
+  for (std::size_t i = 0; i < results.front().rows.size(); ++i) {
+    std::printf("%-34s", results.front().rows[i].what.c_str());
+    for (const auto& r : results) {
+      const auto& x = r.rows[i];
+      ok = ok && x.ok;
+      std::printf(" | %+11.6f err %.1e %8.2f ms %-4s", x.first, x.error, x.ms,
+                  x.ok ? "ok" : "DIFF");
+    }
+    std::printf("\n");
+  }
+  std::printf("%-34s", "operators / batches / store held");
+  for (const auto& r : results)
+    std::printf(" | %6zu / %6zu / %6zu B %15s", r.operators, r.batches, r.store_held, "");
+  std::printf("\n");
+  if (results.size() == 2)
+    for (std::size_t i = 0; i < results[0].rows.size(); ++i)
+      if (results[0].rows[i].first != results[1].rows[i].first) {
+        std::printf("thread and process mode differ at: %s\n", results[0].rows[i].what.c_str());
+        ok = false;
+      }
   return ok;
 }
 
@@ -146,13 +188,17 @@ int main(int argc, char** argv) {
   }
   if (cfg.cli_helptext_printed)
     return 0;
-  if (cfg.mode != "thread" && cfg.mode != "process") {
+  if (!cfg.mode.empty() && cfg.mode != "thread" && cfg.mode != "process") {
     std::cerr << "ag-demo: --mode=" << cfg.mode << ": expected thread or process\n";
     return 2;
   }
   try {
     caf::actor_system sys{cfg};
-    const bool ok = run(sys, cfg, cfg.mode == "process");
+    std::vector<mode_result> results;
+    for (const bool process : {false, true})
+      if (cfg.mode.empty() || cfg.mode == (process ? "process" : "thread"))
+        results.push_back(run(sys, cfg, process));
+    const bool ok = print(results);
     std::printf("%s\n", ok ? "all results match the reference" : "RESULTS DIFFER FROM THE REFERENCE");
     return ok ? 0 : 1;
   } catch (const ag::error& e) {

@@ -3,7 +3,6 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include <caf/actor_system.hpp>
@@ -12,6 +11,7 @@
 #include <actorgraph/actorgraph.hpp>
 
 #include "cuda/cpu_kernels.hpp"
+#include "tests/actors/random_program.hpp"
 
 namespace {
 
@@ -28,9 +28,7 @@ std::vector<float> iota(std::size_t n, float start, float step) {
   return v;
 }
 
-bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
-  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
-}
+using ag::test::same_bits;
 
 } // namespace
 
@@ -98,54 +96,15 @@ TEST_CASE("matmul, relu and sum match the reference kernels on sim devices", "[a
   CHECK(same_bits(total.to_vector(), s));
 }
 
-TEST_CASE("a random program of 300 operators over cpu and two sim devices matches the reference",
+TEST_CASE("random programs over cpu and two sim devices match the reference kernels",
           "[actors]") {
   ag::runtime rt{sim_option()};
-  const std::vector<ag::device> places{ag::device::cpu(), ag::device::sim(0), ag::device::sim(1)};
-  std::mt19937 rng{7};
-  constexpr std::size_t n = 257;
-  struct value {
-    ag::tensor t;
-    std::vector<float> ref;
-  };
-  std::vector<value> pool;
-  auto pick = [&](std::size_t size) { return std::uniform_int_distribution<std::size_t>(0, size - 1)(rng); };
-  for (int i = 0; i < 300; ++i) {
-    const int action = pool.size() < 3 ? 0 : static_cast<int>(pick(8));
-    if (action == 0) { // new tensor
-      std::vector<float> v(n);
-      std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-      for (auto& x : v)
-        x = dist(rng);
-      pool.push_back({rt.from_vector({n}, v, places[pick(3)]), v});
-    } else if (action <= 4) { // binary op on two tensors moved to one place
-      auto& x = pool[pick(pool.size())];
-      auto& y = pool[pick(pool.size())];
-      const auto kind = static_cast<ag::op_kind>(action); // add, sub, mul, div
-      const auto where = x.t.device();
-      std::vector<float> ref(n);
-      ag::cpu::binary(kind, x.ref.data(), y.ref.data(), ref.data(), n);
-      auto yt = y.t.to(where);
-      ag::tensor out = kind == ag::op_kind::add   ? x.t + yt
-                       : kind == ag::op_kind::sub ? x.t - yt
-                       : kind == ag::op_kind::mul ? x.t * yt
-                                                  : x.t / yt;
-      pool.push_back({out, ref});
-    } else if (action == 5) { // relu
-      auto& x = pool[pick(pool.size())];
-      std::vector<float> ref(n);
-      ag::cpu::relu(x.ref.data(), ref.data(), n);
-      pool.push_back({x.t.relu(), ref});
-    } else if (action == 6) { // move
-      auto& x = pool[pick(pool.size())];
-      pool.push_back({x.t.to(places[pick(3)]), x.ref});
-    } else { // drop
-      pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(pick(pool.size())));
-    }
+  for (uint32_t seed = 1; seed <= 5; ++seed) {
+    INFO("program seed " << seed);
+    const auto r = ag::test::run_random_program(rt, seed, 300);
+    for (std::size_t v = 0; v < r.values.size(); ++v)
+      CHECK(same_bits(r.values[v], r.reference[v]));
   }
-  for (auto& v : pool)
-    CHECK(same_bits(v.t.to_vector(), v.ref));
-  pool.clear();
   rt.sync();
   CHECK(rt.stats().store_live_bytes == 0);
   CHECK(rt.stats().device_live_bytes == 0);

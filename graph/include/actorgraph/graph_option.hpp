@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "actorgraph/device.hpp"
@@ -21,10 +22,16 @@ struct graph_option {
 
   // Size of the host tensor store (cpu tensors and the host half of every move). Address space is
   // reserved up front; pages are only touched as tensors are written.
-  std::size_t store_bytes = std::size_t{4} << 30;
+  // In process mode it is a shared-memory object every child maps, and CUDA children pin all of
+  // it (cudaHostRegister), which commits its pages.
+  std::size_t store_bytes = std::size_t{1} << 30;
 
   // Deadline of every wait on the user's thread: sync(), to_vector(), start-up, shutdown.
   std::chrono::milliseconds wait_timeout{std::chrono::seconds{60}};
+
+  // Process mode: the ag-runner program. Empty: $AG_RUNNER, else the ag-runner installed beside
+  // this library (<prefix>/bin), else one beside the running program.
+  std::string runner_path;
 };
 
 } // namespace ag

@@ -1,0 +1,110 @@
+#include "actors/puller.hpp"
+
+#include <chrono>
+#include <unordered_map>
+
+#include <caf/all.hpp>
+
+#include "actorgraph/error.hpp"
+#include "actors/protocol.hpp"
+#include "ipc/wire.hpp"
+#include "ipc/zmq_sockets.hpp"
+
+namespace ag {
+
+namespace {
+
+// How long one poll of the socket blocks: the latency of noticing an exit request, not of a
+// message (a message ends the poll at once).
+constexpr std::chrono::milliseconds poll_slice{50};
+
+struct puller_state {
+  std::shared_ptr<zmq::context_t> ctx; // outlives the socket below
+  std::optional<zmq::socket_t> sock;
+  caf::actor executor;
+  std::unordered_map<uint32_t, uint64_t> last_id; // per lane
+
+  static inline const char* name = "ag.puller";
+};
+
+using puller_actor = caf::stateful_actor<puller_state>;
+
+// Checks that lane's messages arrive with ids 1, 2, 3, ...
+void check_sequence(puller_state& st, uint32_t lane, uint64_t id) {
+  auto& last = st.last_id[lane];
+  if (id != last + 1)
+    throw error("wire: message " + std::to_string(id) + " from lane " + std::to_string(lane)
+                + " after message " + std::to_string(last) + " (a gap or a replay)");
+  last = id;
+}
+
+void handle(puller_actor* self, zmqs::received& r) {
+  auto& st = self->state;
+  const auto* data = r.body.data();
+  const auto size = r.body.size();
+  switch (r.head.type) {
+    case wire::msg_type::ready: {
+      wire::ready_msg m;
+      wire::decode(data, size, m);
+      check_sequence(st, m.lane, r.head.id);
+      self->send(st.executor, ready_atom::value, m.lane);
+      return;
+    }
+    case wire::msg_type::done: {
+      wire::done_msg m;
+      wire::decode(data, size, m);
+      check_sequence(st, m.lane, r.head.id);
+      self->send(st.executor, done_atom::value, m.lane, m.ops_done, m.device_bytes);
+      return;
+    }
+    case wire::msg_type::failed: {
+      wire::failed_msg m;
+      wire::decode(data, size, m);
+      check_sequence(st, m.lane, r.head.id);
+      self->send(st.executor, failed_atom::value, m.lane, m.index, std::move(m.what));
+      return;
+    }
+    default:
+      throw error("wire: a child sent " + wire::to_string(r.head.type)
+                  + ", which only the controller sends");
+  }
+}
+
+caf::behavior puller(puller_actor* self, std::shared_ptr<zmq::context_t> ctx,
+                     const std::string& endpoint, caf::actor executor) {
+  auto& st = self->state;
+  st.ctx = std::move(ctx);
+  st.executor = std::move(executor);
+  st.sock = zmqs::puller(*st.ctx, endpoint);
+  self->send(self, poll_atom::value);
+  return {
+    [=](poll_atom) {
+      auto& st = self->state;
+      try {
+        // Drain what is there (a bounded number, so that an exit request is still seen under
+        // load), blocking for at most one slice when there is nothing.
+        auto timeout = poll_slice;
+        for (int i = 0; i < 1024; ++i) {
+          auto r = zmqs::receive(*st.sock, timeout);
+          if (!r)
+            break;
+          handle(self, *r);
+          timeout = std::chrono::milliseconds{0};
+        }
+      } catch (const std::exception& e) {
+        self->send(st.executor, failed_atom::value, no_lane, uint64_t{0},
+                   std::string{"protocol error from a child: "} + e.what());
+      }
+      self->send(self, poll_atom::value);
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_puller(caf::actor_system& sys, std::shared_ptr<zmq::context_t> ctx,
+                        std::string endpoint, caf::actor executor) {
+  return sys.spawn<caf::detached>(puller, std::move(ctx), std::move(endpoint), std::move(executor));
+}
+
+} // namespace ag

@@ -1,0 +1,111 @@
+#include "actors/runner_proxy.hpp"
+
+#include <csignal>
+
+#include <poll.h>
+
+#include <caf/all.hpp>
+
+#include "actorgraph/error.hpp"
+#include "actors/protocol.hpp"
+#include "ipc/sub_process.hpp"
+#include "ipc/sub_process_sync.hpp"
+
+namespace ag {
+
+namespace {
+
+// Between polls of the pidfd the proxy looks at its mailbox (shutdown); a death wakes it at once.
+constexpr std::chrono::milliseconds poll_slice{50};
+
+struct proxy_state {
+  proxy_setup setup;
+  sub_process_sync sync; // declared before the process: the child is reaped before the segment goes
+  sub_process child;
+
+  std::string who() const {
+    return setup.args.where.str() + " child (ag-runner, pid " + std::to_string(child.pid()) + ")";
+  }
+
+  // The child's own account of a failed start, when it left one.
+  std::string reason(const exit_status& st) const {
+    std::string why = st.str();
+    try {
+      if (auto err = sync.child_error(); !err.empty())
+        why += ": " + err;
+    } catch (...) {
+    }
+    return why;
+  }
+
+  // Never leaves the child behind, whatever way the proxy ends.
+  ~proxy_state() {
+    if (child.running()) {
+      sync.notify_exit();
+      child.wait_for(std::chrono::milliseconds{200});
+      child.kill_and_reap();
+    }
+  }
+
+  static inline const char* name = "ag.runner_proxy";
+};
+
+using proxy_actor = caf::stateful_actor<proxy_state>;
+
+caf::behavior running(proxy_actor* self) {
+  return {
+    [=](poll_atom) {
+      auto& st = self->state;
+      pollfd pfd{st.child.pidfd(), POLLIN, 0};
+      ::poll(&pfd, 1, static_cast<int>(poll_slice.count()));
+      if (const auto& status = st.child.try_wait()) {
+        self->quit(make_error(errc::device_failed, st.who() + " " + st.reason(*status)));
+        return;
+      }
+      self->send(self, poll_atom::value);
+    },
+    [=](shutdown_atom) {
+      auto& st = self->state;
+      st.sync.notify_exit();
+      if (!st.child.wait_for(st.setup.timeout)) {
+        std::fprintf(stderr, "actorgraph: %s did not exit within %lld ms: killed\n",
+                     st.who().c_str(), static_cast<long long>(st.setup.timeout.count()));
+      }
+      st.child.kill_and_reap();
+      self->quit();
+    },
+  };
+}
+
+caf::behavior runner_proxy(proxy_actor* self, proxy_setup setup) {
+  auto& st = self->state;
+  st.setup = std::move(setup);
+  const auto dev = st.setup.args.where.str();
+  try {
+    st.sync = sub_process_sync::create(st.setup.segment_name, wire::encode(st.setup.args));
+    st.child = sub_process::spawn(st.setup.runner_path,
+                                  {"--remote-runner", "--shm-name=" + st.setup.segment_name});
+    const auto deadline = std::chrono::steady_clock::now() + st.setup.timeout;
+    if (!st.sync.wait_started(deadline, [&] { return !st.child.try_wait(); })) {
+      if (const auto& status = st.child.try_wait())
+        throw error(st.who() + " failed to start: " + st.reason(*status));
+      throw error(st.who() + " did not start within "
+                  + std::to_string(st.setup.timeout.count()) + " ms");
+    }
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    self->quit(make_error(errc::device_failed,
+                          what.rfind(dev, 0) == 0 ? what : dev + ": " + what));
+    return {};
+  }
+  self->send(self, poll_atom::value);
+  return running(self);
+}
+
+} // namespace
+
+caf::actor spawn_runner_proxy(caf::actor_system& sys, proxy_setup setup) {
+  return sys.spawn<caf::detached>(runner_proxy, std::move(setup));
+}
+
+} // namespace ag

@@ -1,0 +1,114 @@
+#include "actors/subscriber.hpp"
+
+#include <chrono>
+
+#include <caf/all.hpp>
+
+#include "actorgraph/error.hpp"
+#include "actors/protocol.hpp"
+#include "ipc/wire.hpp"
+#include "ipc/zmq_sockets.hpp"
+
+namespace ag {
+
+namespace {
+
+constexpr std::chrono::milliseconds poll_slice{50};
+
+struct subscriber_state {
+  std::shared_ptr<zmq::context_t> ctx; // outlives the socket below
+  std::optional<zmq::socket_t> sock;
+  uint32_t lane = 0;
+  caf::actor stream;
+  caf::actor pusher;
+  caf::actor main;
+  uint64_t last_id = 0; // 0: nothing heard yet
+  bool broken = false;  // after a protocol error nothing more is run
+
+  static inline const char* name = "ag.subscriber";
+};
+
+using subscriber_actor = caf::stateful_actor<subscriber_state>;
+
+void handle(subscriber_actor* self, zmqs::received& r) {
+  auto& st = self->state;
+  if (st.broken) { // after a protocol error only Destroy is still honoured
+    if (r.head.type == wire::msg_type::destroy)
+      self->send(st.main, destroy_atom::value);
+    return;
+  }
+  // A child may join after the first Hellos: the first message it hears must be a Hello, and from
+  // then on every id is the last one plus one.
+  if (st.last_id == 0 && r.head.type != wire::msg_type::hello)
+    throw error("wire: first message heard is " + wire::to_string(r.head.type) + " #"
+                + std::to_string(r.head.id) + ", not a hello");
+  if (st.last_id != 0 && r.head.id != st.last_id + 1)
+    throw error("wire: message gap: expected id " + std::to_string(st.last_id + 1) + ", got "
+                + std::to_string(r.head.id) + " (" + wire::to_string(r.head.type) + ")");
+  st.last_id = r.head.id;
+  switch (r.head.type) {
+    case wire::msg_type::hello:
+      self->send(st.pusher, hello_atom::value);
+      return;
+    case wire::msg_type::execute: {
+      wire::execute_msg m;
+      wire::decode(r.body.data(), r.body.size(), m);
+      for (auto& b : m.batches)
+        if (b.lane == st.lane)
+          self->send(st.stream, execute_atom::value, std::move(b));
+      return;
+    }
+    case wire::msg_type::destroy:
+      self->send(st.main, destroy_atom::value);
+      return;
+    default:
+      throw error("wire: the controller sent " + wire::to_string(r.head.type)
+                  + ", which only children send");
+  }
+}
+
+caf::behavior subscriber(subscriber_actor* self, std::shared_ptr<zmq::context_t> ctx,
+                         const std::string& endpoint, uint32_t lane, caf::actor stream,
+                         caf::actor pusher, caf::actor main) {
+  auto& st = self->state;
+  st.ctx = std::move(ctx);
+  st.lane = lane;
+  st.stream = std::move(stream);
+  st.pusher = std::move(pusher);
+  st.main = std::move(main);
+  st.sock = zmqs::subscriber(*st.ctx, endpoint);
+  self->send(self, poll_atom::value);
+  return {
+    [=](poll_atom) {
+      auto& st = self->state;
+      auto timeout = poll_slice;
+      for (int i = 0; i < 1024; ++i) {
+        try {
+          auto r = zmqs::receive(*st.sock, timeout);
+          if (!r)
+            break;
+          handle(self, *r);
+        } catch (const std::exception& e) {
+          if (st.broken)
+            continue;
+          st.broken = true;
+          self->send(st.pusher, failed_atom::value, st.lane, uint64_t{0},
+                     std::string{"protocol error: "} + e.what());
+        }
+        timeout = std::chrono::milliseconds{0};
+      }
+      self->send(self, poll_atom::value);
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_subscriber(caf::actor_system& sys, std::shared_ptr<zmq::context_t> ctx,
+                            std::string endpoint, uint32_t lane, caf::actor stream,
+                            caf::actor pusher, caf::actor main) {
+  return sys.spawn<caf::detached>(subscriber, std::move(ctx), std::move(endpoint), lane,
+                                  std::move(stream), std::move(pusher), std::move(main));
+}
+
+} // namespace ag

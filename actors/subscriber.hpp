@@ -1,0 +1,23 @@
+// subscriber: a child's SUB socket (the seed's RemoteRunnerSubscriber). Checks that message ids
+// follow each other (a gap is reported as a failure, and nothing after it runs), hands the batch
+// of its own lane to the stream actor, tells the pusher it heard a Hello, and the child's main
+// thread when a Destroy arrives. Detached: it blocks in a poll of its socket.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <caf/fwd.hpp>
+
+namespace zmq {
+class context_t;
+} // namespace zmq
+
+namespace ag {
+
+caf::actor spawn_subscriber(caf::actor_system& sys, std::shared_ptr<zmq::context_t> ctx,
+                            std::string endpoint, uint32_t lane, caf::actor stream,
+                            caf::actor pusher, caf::actor main);
+
+} // namespace ag

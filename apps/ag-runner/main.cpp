@@ -1,0 +1,127 @@
+// ag-runner: the child process of one device in process mode (the seed's
+// RemoteRunnerInProcessLauncher::BackgroundProcessExecMain and its RemoteRunner). The controller
+// starts it as
+//
+//   ag-runner --remote-runner --shm-name=NAME
+//
+// It reads its start-up arguments from the SubProcessSync segment NAME, maps the tensor store,
+// starts its own actor system (pusher, the same stream actor as thread mode, subscriber), says it
+// started, and runs until the exit flag is set, a Destroy arrives or its controller is gone.
+// Exit codes: 0 after an orderly exit, 2 bad command line, 3 start-up failed (the reason is left in
+// the segment for the controller), 4 its stream failed to start or stopped.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <caf/all.hpp>
+#include <zmq.hpp>
+
+#include "actorgraph/error.hpp"
+#include "actors/protocol.hpp"
+#include "actors/pusher.hpp"
+#include "actors/stream_actor.hpp"
+#include "actors/subscriber.hpp"
+#include "ipc/sub_process_sync.hpp"
+#include "ipc/tensor_store.hpp"
+#include "ipc/wire.hpp"
+
+namespace {
+
+class runner_config : public caf::actor_system_config {
+public:
+  bool remote_runner = false;
+  std::string shm_name;
+
+  runner_config() {
+    opt_group{custom_options_, "global"}
+      .add(remote_runner, "remote-runner", "run as the child of one device (required)")
+      .add(shm_name, "shm-name", "the start-up segment the controller created");
+    set("scheduler.max-threads", 2);
+    set("logger.console", caf::atom("none"));
+  }
+};
+
+// How often the main thread looks at the exit flag and its parent between mailbox waits.
+constexpr std::chrono::milliseconds watch_slice{50};
+
+bool parent_alive(pid_t parent) { return ::getppid() == parent; }
+
+int run(runner_config& cfg, ag::sub_process_sync& sync) {
+  ag::wire::startup_args args;
+  const auto raw = sync.args();
+  ag::wire::decode(raw.data(), raw.size(), args);
+  // Die with the controller; and if it is already gone (it died before this line), leave now.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (!parent_alive(args.parent_pid))
+    throw ag::error("controller (pid " + std::to_string(args.parent_pid) + ") is gone");
+  auto store = ag::tensor_store::open_shared(args.store_name, args.store_bytes);
+  int exit_code = 0;
+  {
+    caf::actor_system sys{cfg};
+    auto ctx = std::make_shared<zmq::context_t>(1);
+    caf::scoped_actor self{sys};
+    auto pusher = ag::spawn_pusher(sys, ctx, args.pull_endpoint, args.lane, args.where);
+    auto stream = ag::spawn_stream_actor(sys, pusher, args.lane, args.where, store.base(),
+                                         store.size(),
+                                         args.where.type == ag::device::kind::cuda);
+    self->monitor(stream);
+    auto subscriber = ag::spawn_subscriber(sys, ctx, args.pub_endpoint, args.lane, stream, pusher,
+                                           caf::actor_cast<caf::actor>(self));
+    sync.notify_started();
+    bool running = true;
+    while (running) {
+      self->receive(
+        [&](ag::destroy_atom) { running = false; },
+        [&](caf::down_msg& dm) {
+          std::string why = dm.reason ? ag::describe(dm.reason, args.where.str()) : "stopped";
+          sync.report_error(why);
+          std::fprintf(stderr, "ag-runner %s: %s\n", args.where.str().c_str(), why.c_str());
+          exit_code = 4;
+          running = false;
+        },
+        caf::after(watch_slice) >> [] {});
+      if (running && (sync.wait_for_exit(std::chrono::milliseconds{0})
+                      || !parent_alive(args.parent_pid)))
+        running = false;
+    }
+    for (auto& a : {subscriber, stream, pusher})
+      self->send_exit(a, caf::exit_reason::user_shutdown);
+  } // the actor system waits for its actors; the pusher's linger lets last messages out
+  return exit_code;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  runner_config cfg;
+  if (auto err = cfg.parse(argc, argv)) {
+    std::fprintf(stderr, "ag-runner: %s\n", caf::to_string(err).c_str());
+    return 2;
+  }
+  if (cfg.cli_helptext_printed)
+    return 0;
+  if (!cfg.remote_runner || cfg.shm_name.empty()) {
+    std::fprintf(stderr, "ag-runner: started by an actorgraph runtime in process mode, as\n"
+                         "  ag-runner --remote-runner --shm-name=NAME\n");
+    return 2;
+  }
+  ag::sub_process_sync sync;
+  try {
+    sync = ag::sub_process_sync::open(cfg.shm_name);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ag-runner: %s\n", e.what());
+    return 3;
+  }
+  try {
+    return run(cfg, sync);
+  } catch (const std::exception& e) {
+    sync.report_error(e.what());
+    std::fprintf(stderr, "ag-runner: %s\n", e.what());
+    return 3;
+  }
+}

@@ -1,0 +1,189 @@
+#include "ipc/sub_process_sync.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include <boost/date_time/posix_time/posix_time_types.hpp>
+#include <boost/interprocess/mapped_region.hpp>
+#include <boost/interprocess/permissions.hpp>
+#include <boost/interprocess/shared_memory_object.hpp>
+#include <boost/interprocess/sync/interprocess_condition.hpp>
+#include <boost/interprocess/sync/interprocess_mutex.hpp>
+#include <boost/interprocess/sync/scoped_lock.hpp>
+
+#include "actorgraph/error.hpp"
+
+namespace bip = boost::interprocess;
+
+namespace ag {
+
+namespace {
+
+constexpr uint32_t block_magic = 0x41475359; // "AGSY"
+constexpr uint32_t block_version = 1;
+constexpr std::size_t max_error_bytes = 1024;
+
+struct block {
+  uint32_t magic = block_magic;
+  uint32_t version = block_version;
+  bip::interprocess_mutex mutex;
+  bip::interprocess_condition cond;
+  bool started = false;
+  bool exit_requested = false;
+  uint32_t error_size = 0;
+  char error[max_error_bytes] = {};
+  uint32_t args_size = 0;
+  char args[sub_process_sync::max_args_bytes] = {};
+};
+
+// Locks and waits use absolute times on the clock Boost.Interprocess waits on.
+boost::posix_time::ptime abs_in(std::chrono::milliseconds d) {
+  return boost::posix_time::microsec_clock::universal_time()
+         + boost::posix_time::milliseconds(d.count());
+}
+
+// Lock attempts never wait for long: a peer that died holding the mutex must not hang us.
+constexpr std::chrono::milliseconds lock_timeout{1000};
+
+} // namespace
+
+struct sub_process_sync::impl {
+  std::string name;
+  bool owner = false;
+  bip::shared_memory_object shm;
+  bip::mapped_region region;
+  block* b = nullptr;
+
+  ~impl() {
+    if (owner) {
+      if (b != nullptr)
+        b->~block();
+      bip::shared_memory_object::remove(name.c_str());
+    }
+  }
+
+  bip::scoped_lock<bip::interprocess_mutex> lock() const {
+    bip::scoped_lock<bip::interprocess_mutex> l(b->mutex, abs_in(lock_timeout));
+    if (!l.owns())
+      throw error("start-up segment " + name + ": lock not acquired within "
+                  + std::to_string(lock_timeout.count()) + " ms (its peer died holding it?)");
+    return l;
+  }
+};
+
+sub_process_sync::sub_process_sync() noexcept = default;
+sub_process_sync::sub_process_sync(std::unique_ptr<impl> p) noexcept : impl_(std::move(p)) {}
+sub_process_sync::sub_process_sync(sub_process_sync&&) noexcept = default;
+sub_process_sync& sub_process_sync::operator=(sub_process_sync&&) noexcept = default;
+sub_process_sync::~sub_process_sync() = default;
+
+const std::string& sub_process_sync::name() const noexcept { return impl_->name; }
+
+sub_process_sync sub_process_sync::create(const std::string& name, const std::vector<char>& args) {
+  if (args.size() > max_args_bytes)
+    throw error("start-up segment " + name + ": arguments of " + std::to_string(args.size())
+                + " bytes exceed " + std::to_string(max_args_bytes));
+  auto p = std::make_unique<impl>();
+  p->name = name;
+  try {
+    bip::permissions perm;
+    perm.set_permissions(0600);
+    p->shm = bip::shared_memory_object(bip::create_only, name.c_str(), bip::read_write, perm);
+    p->owner = true;
+    p->shm.truncate(sizeof(block));
+    p->region = bip::mapped_region(p->shm, bip::read_write);
+  } catch (const bip::interprocess_exception& e) {
+    throw error("start-up segment " + name + ": cannot create: " + e.what());
+  }
+  p->b = new (p->region.get_address()) block;
+  p->b->args_size = static_cast<uint32_t>(args.size());
+  std::memcpy(p->b->args, args.data(), args.size());
+  return sub_process_sync{std::move(p)};
+}
+
+sub_process_sync sub_process_sync::open(const std::string& name) {
+  auto p = std::make_unique<impl>();
+  p->name = name;
+  try {
+    p->shm = bip::shared_memory_object(bip::open_only, name.c_str(), bip::read_write);
+    bip::offset_t size = 0;
+    if (!p->shm.get_size(size) || static_cast<std::size_t>(size) != sizeof(block))
+      throw error("start-up segment " + name + ": holds " + std::to_string(size)
+                  + " bytes, not a segment of this version");
+    p->region = bip::mapped_region(p->shm, bip::read_write);
+  } catch (const bip::interprocess_exception& e) {
+    throw error("start-up segment " + name + ": cannot open: " + e.what());
+  }
+  p->b = static_cast<block*>(p->region.get_address());
+  if (p->b->magic != block_magic || p->b->version != block_version)
+    throw error("start-up segment " + name + ": not a segment of this version");
+  return sub_process_sync{std::move(p)};
+}
+
+std::vector<char> sub_process_sync::args() const {
+  auto l = impl_->lock();
+  const auto n = std::min<std::size_t>(impl_->b->args_size, max_args_bytes);
+  return std::vector<char>(impl_->b->args, impl_->b->args + n);
+}
+
+void sub_process_sync::notify_started() {
+  auto l = impl_->lock();
+  impl_->b->started = true;
+  impl_->b->cond.notify_all();
+}
+
+void sub_process_sync::report_error(const std::string& what) noexcept {
+  try {
+    auto l = impl_->lock();
+    const auto n = std::min(what.size(), max_error_bytes);
+    std::memcpy(impl_->b->error, what.data(), n);
+    impl_->b->error_size = static_cast<uint32_t>(n);
+    impl_->b->cond.notify_all();
+  } catch (...) {
+    // Nothing to report it through: the controller still sees the exit status.
+  }
+}
+
+bool sub_process_sync::wait_for_exit(std::chrono::milliseconds slice) {
+  auto l = impl_->lock();
+  if (!impl_->b->exit_requested)
+    impl_->b->cond.timed_wait(l, abs_in(slice));
+  return impl_->b->exit_requested;
+}
+
+bool sub_process_sync::wait_started(std::chrono::steady_clock::time_point deadline,
+                                    const std::function<bool()>& alive) {
+  constexpr std::chrono::milliseconds slice{20};
+  while (true) {
+    {
+      auto l = impl_->lock();
+      if (impl_->b->started)
+        return true;
+      impl_->b->cond.timed_wait(l, abs_in(slice));
+      if (impl_->b->started)
+        return true;
+    }
+    if (!alive() || std::chrono::steady_clock::now() >= deadline)
+      return false;
+  }
+}
+
+void sub_process_sync::notify_exit() noexcept {
+  try {
+    auto l = impl_->lock();
+    impl_->b->exit_requested = true;
+    impl_->b->cond.notify_all();
+  } catch (...) {
+    // The child also watches its parent and the Destroy broadcast; and it is killed after the
+    // shutdown deadline.
+  }
+}
+
+std::string sub_process_sync::child_error() const {
+  auto l = impl_->lock();
+  const auto n = std::min<std::size_t>(impl_->b->error_size, max_error_bytes);
+  return std::string(impl_->b->error, n);
+}
+
+} // namespace ag

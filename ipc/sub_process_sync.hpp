@@ -1,0 +1,61 @@
+// sub_process_sync: the shared-memory segment between the controller and one child (the seed's
+// SubProcessSync): the serialized start-up arguments, the started handshake (with the child's
+// start-up error, if any) and the exit flag with its condition. Boost.Interprocess 1.74 has no
+// robust mutexes: every lock and wait has a deadline, and waits re-check that the peer lives.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ag {
+
+class sub_process_sync {
+public:
+  // Largest serialized start-up arguments a segment holds.
+  static constexpr std::size_t max_args_bytes = 64 * 1024;
+
+  // Controller: creates segment `name` (mode 0600; must not exist) holding `args`. The segment is
+  // removed when this object is destroyed.
+  static sub_process_sync create(const std::string& name, const std::vector<char>& args);
+
+  // Child: opens segment `name`. Throws ag::error naming it when it is missing or not a segment of
+  // this version.
+  static sub_process_sync open(const std::string& name);
+
+  sub_process_sync() noexcept;
+  sub_process_sync(sub_process_sync&&) noexcept;
+  sub_process_sync& operator=(sub_process_sync&&) noexcept;
+  ~sub_process_sync();
+
+  const std::string& name() const noexcept;
+
+  // -- child side ------------------------------------------------------------------------------
+
+  // A copy of the start-up arguments (bounds-checked against the segment).
+  std::vector<char> args() const;
+  void notify_started();
+  // Leaves a start-up error for the controller to report; truncated to fit.
+  void report_error(const std::string& what) noexcept;
+  // Waits up to `slice` for the exit flag; true once it is set.
+  bool wait_for_exit(std::chrono::milliseconds slice);
+
+  // -- controller side -------------------------------------------------------------------------
+
+  // Waits until the child called notify_started (true), `alive()` returned false or the deadline
+  // passed (false).
+  bool wait_started(std::chrono::steady_clock::time_point deadline,
+                    const std::function<bool()>& alive);
+  void notify_exit() noexcept;
+  // The child's start-up error, empty if it left none.
+  std::string child_error() const;
+
+private:
+  struct impl;
+  explicit sub_process_sync(std::unique_ptr<impl> p) noexcept;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace ag

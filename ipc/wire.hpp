@@ -1,0 +1,125 @@
+// The wire format between the controller and its children (docs/PROTOCOL.md): every message is two
+// ZMQ frames, a fixed 16-byte header and a body that is the CAF binary serialization of the
+// message's one schema (its inspect overload). Decoding is bounds-checked: a malformed frame is an
+// error naming what was wrong, never a crash and never an allocation larger than the frame.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/meta/type_name.hpp>
+
+#include "actorgraph/device.hpp"
+#include "graph/op.hpp"
+
+namespace ag::wire {
+
+constexpr uint16_t magic = 0x4741; // "AG"
+constexpr uint8_t version = 1;
+constexpr std::size_t header_size = 16;
+// ZMQ_MAXMSGSIZE of every receiving socket: the largest frame a peer may send.
+constexpr int64_t max_frame_bytes = int64_t{1} << 30;
+
+enum class msg_type : uint8_t {
+  // controller -> children (PUB/SUB)
+  hello = 1,   // start-up probe: a child that receives one knows its SUB connection is up
+  execute = 2, // batches for every child: each runs those of its lane
+  destroy = 3, // every child exits
+  // child -> controller (PUSH/PULL)
+  ready = 16,  // devicesReady: the child's stream exists and its SUB connection is up
+  done = 17,   // a batch ran: the lane's operator count and its device bytes
+  failed = 18, // an operator failed, or the child saw a protocol error
+};
+
+// "execute", "ready", ...; "type#N" otherwise.
+std::string to_string(msg_type t);
+
+struct header {
+  msg_type type = msg_type::hello;
+  uint64_t id = 0; // per sender, +1 per message
+};
+
+// Start-up arguments of a child, written by the controller into its SubProcessSync segment.
+struct startup_args {
+  uint32_t version = wire::version;
+  std::string pub_endpoint;
+  std::string pull_endpoint;
+  device where;
+  uint32_t lane = 0;
+  std::string store_name;
+  uint64_t store_bytes = 0;
+  int32_t parent_pid = 0;
+  uint64_t wait_timeout_ms = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, startup_args& x) {
+  return f(caf::meta::type_name("startup_args"), x.version, x.pub_endpoint, x.pull_endpoint,
+           x.where, x.lane, x.store_name, x.store_bytes, x.parent_pid, x.wait_timeout_ms);
+}
+
+struct execute_msg {
+  std::vector<batch> batches;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, execute_msg& x) {
+  return f(caf::meta::type_name("execute_msg"), x.batches);
+}
+
+struct ready_msg {
+  uint32_t lane = 0;
+  device where;
+  int32_t pid = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ready_msg& x) {
+  return f(caf::meta::type_name("ready_msg"), x.lane, x.where, x.pid);
+}
+
+struct done_msg {
+  uint32_t lane = 0;
+  uint64_t ops_done = 0;
+  uint64_t device_bytes = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, done_msg& x) {
+  return f(caf::meta::type_name("done_msg"), x.lane, x.ops_done, x.device_bytes);
+}
+
+struct failed_msg {
+  uint32_t lane = 0;
+  uint64_t index = 0;
+  std::string what;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, failed_msg& x) {
+  return f(caf::meta::type_name("failed_msg"), x.lane, x.index, x.what);
+}
+
+using bytes = std::vector<char>;
+
+bytes encode_header(const header& h);
+// Throws ag::error naming what is wrong: size, magic, version, unknown type.
+header decode_header(const void* data, std::size_t size);
+
+bytes encode(startup_args& x);
+bytes encode(execute_msg& x);
+bytes encode(ready_msg& x);
+bytes encode(done_msg& x);
+bytes encode(failed_msg& x);
+
+// Each throws ag::error naming the message and what was wrong (truncated, trailing bytes, a length
+// larger than the frame, a bad enum value).
+void decode(const void* data, std::size_t size, startup_args& x);
+void decode(const void* data, std::size_t size, execute_msg& x);
+void decode(const void* data, std::size_t size, ready_msg& x);
+void decode(const void* data, std::size_t size, done_msg& x);
+void decode(const void* data, std::size_t size, failed_msg& x);
+
+} // namespace ag::wire

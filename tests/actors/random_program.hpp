@@ -1,0 +1,101 @@
+// A random operator program over cpu and a runtime's devices: new tensors, elementwise ops (with
+// moves to bring operands together), relu, matmul, sum, moves and drops, with the CPU reference
+// of every live value computed beside it. The same seed gives the same program on any runtime with
+// the same devices, so thread and process mode can be compared bit for bit.
+#pragma once
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <actorgraph/actorgraph.hpp>
+
+#include "cuda/cpu_kernels.hpp"
+
+namespace ag::test {
+
+struct program_result {
+  std::vector<std::vector<float>> values;    // to_vector() of every tensor live at the end
+  std::vector<std::vector<float>> reference; // the CPU reference of each
+};
+
+inline bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+inline program_result run_random_program(runtime& rt, uint32_t seed, int steps) {
+  std::vector<device> places{device::cpu()};
+  places.insert(places.end(), rt.devices().begin(), rt.devices().end());
+  std::mt19937 rng{seed};
+  auto pick = [&](std::size_t size) {
+    return std::uniform_int_distribution<std::size_t>(0, size - 1)(rng);
+  };
+  const std::size_t n = 16 + pick(300); // elements of every vector in this program
+  struct value {
+    tensor t;
+    std::vector<float> ref;
+  };
+  std::vector<value> pool;
+  for (int i = 0; i < steps; ++i) {
+    const std::size_t action = pool.size() < 3 ? 0 : pick(10);
+    if (action == 0) {
+      std::vector<float> v(n);
+      std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+      for (auto& x : v)
+        x = dist(rng);
+      const auto where = places[pick(places.size())];
+      if (pick(4) == 0)
+        pool.push_back({rt.full({int64_t(n)}, v[0], where), std::vector<float>(n, v[0])});
+      else
+        pool.push_back({rt.from_vector({int64_t(n)}, v, where), v});
+    } else if (action <= 4) {
+      auto x = pool[pick(pool.size())];
+      auto y = pool[pick(pool.size())];
+      const auto kind = static_cast<op_kind>(action); // add, sub, mul, div
+      std::vector<float> ref(n);
+      cpu::binary(kind, x.ref.data(), y.ref.data(), ref.data(), n);
+      const auto yt = y.t.to(x.t.device());
+      tensor out = kind == op_kind::add   ? x.t + yt
+                   : kind == op_kind::sub ? x.t - yt
+                   : kind == op_kind::mul ? x.t * yt
+                                          : x.t / yt;
+      pool.push_back({out, std::move(ref)});
+    } else if (action == 5) {
+      auto& x = pool[pick(pool.size())];
+      std::vector<float> ref(n);
+      cpu::relu(x.ref.data(), ref.data(), n);
+      pool.push_back({x.t.relu(), std::move(ref)});
+    } else if (action == 6) { // a dot product through matmul: [1,n] x [n,1]
+      auto& x = pool[pick(pool.size())];
+      auto& y = pool[pick(pool.size())];
+      std::vector<float> dot(1);
+      cpu::matmul(x.ref.data(), y.ref.data(), dot.data(), 1, n, 1);
+      const auto where = x.t.device();
+      auto m = rt.from_vector({1, int64_t(n)}, x.ref, where)
+                 .matmul(rt.from_vector({int64_t(n), 1}, y.ref, where));
+      // The product becomes the program's next value (every vector has n elements).
+      pool.push_back({rt.full({int64_t(n)}, m.to_vector().at(0), where),
+                      std::vector<float>(n, dot[0])});
+    } else if (action == 7) {
+      auto& x = pool[pick(pool.size())];
+      pool.push_back({x.t.to(places[pick(places.size())]), x.ref});
+    } else if (action == 8) {
+      auto& x = pool[pick(pool.size())];
+      std::vector<float> s(1);
+      cpu::sum(x.ref.data(), s.data(), n);
+      const float total = x.t.sum().to_vector().at(0);
+      // A sum becomes the next value, on the device it was computed on.
+      pool.push_back({rt.full({int64_t(n)}, total, x.t.device()), std::vector<float>(n, s[0])});
+    } else {
+      pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(pick(pool.size())));
+    }
+  }
+  program_result r;
+  for (auto& v : pool) {
+    r.values.push_back(v.t.to_vector());
+    r.reference.push_back(v.ref);
+  }
+  return r;
+}
+
+} // namespace ag::test
