@@ -92,3 +92,26 @@ TEST_CASE("a long stream of operators on cuda:0 runs and frees its memory", "[cu
   CHECK(rt.stats().device_live_bytes == 0);
   CHECK(rt.stats().store_live_bytes == 0);
 }
+
+TEST_CASE("process mode on cuda:0 gives the same bits as thread mode", "[cuda]") {
+  const std::size_t n = 1 << 18;
+  const auto av = ramp(n, -3.0f, 0.01f);
+  const auto bv = ramp(n, 0.5f, 0.02f);
+  const auto xv = ramp(64 * 256, -1.0f, 0.002f);
+  const auto wv = ramp(256 * 128, 0.3f, -0.0007f);
+  auto compute = [&](bool process) {
+    auto opt = cuda_option();
+    opt.per_device_per_process = process;
+    ag::runtime rt{opt};
+    auto a = rt.from_vector({int64_t(n)}, av, ag::device::cpu()).to(ag::device::cuda(0));
+    auto b = rt.from_vector({int64_t(n)}, bv, ag::device::cuda(0));
+    auto c = ((a + b) * a - b / a).relu();
+    auto x = rt.from_vector({64, 256}, xv, ag::device::cuda(0));
+    auto w = rt.from_vector({256, 128}, wv, ag::device::sim(0)).to(ag::device::cuda(0));
+    return std::make_pair(c.to_vector(), x.matmul(w).to_vector());
+  };
+  const auto t = compute(false);
+  const auto p = compute(true);
+  CHECK(same_bits(t.first, p.first));
+  CHECK(same_bits(t.second, p.second));
+}
