@@ -460,8 +460,18 @@ private:
   executor_state& st_;
 };
 
+// The tag of the start-up deadline message the executor sends itself.
+struct start_deadline_t {};
+constexpr start_deadline_t start_deadline{};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, start_deadline_t&) {
+  return f(caf::meta::type_name("start_deadline"));
+}
+
 caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
   auto& st = self->state;
+  const auto start_timeout_ms = setup.start_timeout.count();
   st.store_base = setup.store_base;
   st.store_size = setup.store_size;
   st.store = std::make_unique<store_allocator>(setup.store_size);
@@ -503,6 +513,7 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
     st.lanes.push_back(std::move(l));
   }
   self->set_down_handler([self](caf::down_msg& dm) { executor_logic{self}.on_down(dm); });
+  self->delayed_send(self, setup.start_timeout, wait_ready_atom::value, start_deadline);
   // Runners never outlive the executor, whichever way it ends.
   std::vector<caf::actor> runners;
   for (auto& l : st.lanes)
@@ -586,6 +597,16 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
       auto rp = self->make_response_promise();
       st.syncs.push_back({rp, std::move(entries)});
       return caf::delegated<caf::unit_t>{};
+    },
+    [=](wait_ready_atom, start_deadline_t) {
+      auto& st = self->state;
+      std::string missing;
+      for (const auto& l : st.lanes)
+        if (!l.ready)
+          missing += (missing.empty() ? "" : ", ") + l.dev.str();
+      if (!missing.empty())
+        executor_logic{self}.fail("start-up: no devicesReady from " + missing + " within "
+                                  + std::to_string(start_timeout_ms) + " ms");
     },
     [=](wait_ready_atom) -> caf::result<caf::unit_t> {
       auto& st = self->state;

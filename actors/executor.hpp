@@ -45,6 +45,8 @@ struct executor_setup {
   std::byte* store_base = nullptr;
   std::size_t store_size = 0;
   std::optional<process_setup> process; // empty: thread mode
+  // Every lane must be ready by then; else start-up fails naming the lanes that are not.
+  std::chrono::milliseconds start_timeout{60000};
 };
 
 // Spawns the executor and, as lane 0, the cpu runner; then, for lanes 1.., one stream actor per

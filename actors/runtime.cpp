@@ -138,6 +138,7 @@ public:
     } else {
       store_ = tensor_store::anonymous(opt_.store_bytes);
     }
+    setup.start_timeout = opt_.wait_timeout;
     setup.store_base = store_.base();
     setup.store_size = store_.size();
     if (borrowed == nullptr) {
@@ -152,7 +153,10 @@ public:
     }
     executor_ = spawn_executor(*sys_, std::move(setup));
     try {
-      wait<caf::unit_t>("start-up (waiting for every runner to be ready)", wait_ready_atom::value);
+      // The executor's own start-up deadline (wait_timeout) names the devices that did not report;
+      // this one only guards against an executor that does not answer at all.
+      wait<caf::unit_t>("start-up (waiting for every runner to be ready)",
+                        opt_.wait_timeout + std::chrono::seconds{5}, wait_ready_atom::value);
     } catch (...) {
       stop();
       throw;
@@ -225,11 +229,16 @@ private:
   // A request to the executor with the runtime's deadline; its error becomes an ag::error.
   template <class T, class... Ts>
   T wait(const std::string& what, Ts&&... xs) {
+    return wait<T>(what, opt_.wait_timeout, std::forward<Ts>(xs)...);
+  }
+
+  template <class T, class... Ts>
+  T wait(const std::string& what, std::chrono::milliseconds timeout, Ts&&... xs) {
     caf::scoped_actor self{*sys_};
     std::optional<T> result;
     std::optional<caf::error> err;
     auto on_error = [&](caf::error& e) { err = std::move(e); };
-    auto handle = self->request(executor_, opt_.wait_timeout, std::forward<Ts>(xs)...);
+    auto handle = self->request(executor_, timeout, std::forward<Ts>(xs)...);
     if constexpr (std::is_same_v<T, caf::unit_t>) // CAF answers unit with an empty message
       handle.receive([&] { result = caf::unit; }, on_error);
     else

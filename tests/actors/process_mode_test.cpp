@@ -188,3 +188,41 @@ TEST_CASE("fill values keep every bit through the wire: -0, NaN, infinities, sub
     CHECK(ag::test::same_bits(got, std::vector<float>(3, v)));
   }
 }
+
+TEST_CASE("a child that exits at once fails start-up with an error naming its device and code",
+          "[process]") {
+  private_tmpdir tmp;
+  auto opt = option(2, true);
+  opt.runner_path = "/bin/false";
+  try {
+    ag::runtime rt{opt};
+    FAIL("start-up succeeded with /bin/false as the runner");
+  } catch (const ag::error& e) {
+    const std::string what = e.what();
+    CHECK_THAT(what, Catch::Contains("sim:"));
+    CHECK_THAT(what, Catch::Contains("exited with code 1"));
+  }
+  CHECK(runner_children().empty());
+  CHECK(my_shm().empty());
+  CHECK(list_dir(tmp.path).empty());
+}
+
+TEST_CASE("a child that never starts fails start-up at the deadline, and is killed", "[process]") {
+  private_tmpdir tmp;
+  const std::string script = tmp.path + "/silent-runner";
+  {
+    FILE* f = std::fopen(script.c_str(), "w");
+    REQUIRE(f != nullptr);
+    std::fputs("#!/bin/sh\nexec sleep 60\n", f);
+    std::fclose(f);
+    ::chmod(script.c_str(), 0700);
+  }
+  auto opt = option(1, true);
+  opt.runner_path = script;
+  opt.wait_timeout = std::chrono::milliseconds{1500};
+  CHECK_THROWS_WITH(ag::runtime{opt},
+                    Catch::Contains("sim:0") && Catch::Contains("within 1500 ms"));
+  CHECK(my_shm().empty());
+  ::unlink(script.c_str());
+  CHECK(list_dir(tmp.path).empty());
+}
