@@ -1,12 +1,13 @@
 #include "actors/executor.hpp"
 
 #include <cstring>
-
-#include <unistd.h>
 #include <deque>
+#include <limits>
 #include <string>
 #include <unordered_map>
 #include <utility>
+
+#include <unistd.h>
 
 #include <caf/all.hpp>
 
@@ -45,6 +46,7 @@ struct lane {
   bool remote = false;
   bool ready = false;
   bool down = false;
+  std::string failed; // why this lane runs nothing more; empty while healthy
   uint64_t issued = 0; // operators given an index (1..issued)
   uint64_t sent = 0;   // operators sent to the runner
   uint64_t done = 0;   // operators the runner acknowledged
@@ -56,15 +58,19 @@ struct lane {
   uint64_t entries_done = 0;
   std::deque<uint64_t> in_flight; // entries_sent after each batch not yet acknowledged
   std::size_t device_live_bytes = 0;
+  uint64_t broadcasts_received = 0; // remote: Execute messages its child has read
 };
 
 // Where the executor keeps an operand: on a device lane by id, or (cpu) in a store range written
-// by the operator `writer`.
+// by the operator `writer`. A tainted tensor (failure not empty) cannot be read: its operator, or
+// one it depends on, failed; operators that use it are not run.
 struct tensor_rec {
   uint32_t lane = cpu_lane;
   uint64_t offset = operand_ref::no_offset;
   uint64_t bytes = 0;
   dependency writer; // index 0: written before any operator (an upload)
+  bool placed = true; // false: never given memory (its operator was not run)
+  std::string failure;
 };
 
 // A store range released while operators issued before the release may still read it.
@@ -75,14 +81,22 @@ struct pending_free {
 };
 
 struct pending_fetch {
+  uint64_t id;
   caf::response_promise promise;
-  uint64_t offset;
-  dependency writer;
+  operand_id operand;
 };
 
 struct pending_sync {
+  uint64_t id;
   caf::response_promise promise;
   std::vector<uint64_t> entries; // per lane
+};
+
+// One Execute broadcast, for the bound on what a child that does not read makes the controller
+// queue.
+struct broadcast_rec {
+  uint64_t seq;        // 1, 2, ...
+  uint64_t cumulative; // bytes of every broadcast up to this one
 };
 
 struct executor_state {
@@ -94,33 +108,48 @@ struct executor_state {
   std::vector<pending_free> frees;
   std::vector<pending_fetch> fetches;
   std::vector<pending_sync> syncs;
+  uint64_t next_wait_id = 1;
+  std::chrono::milliseconds wait_timeout{60000};
   std::vector<caf::response_promise> ready_waiters;
-  // Process mode: the sockets' actors, stopped after every lane.
+  std::string startup_failure;
+  // Process mode: the sockets' actors, stopped after every lane; the broadcasts not yet read by
+  // every child.
   caf::actor publisher;
   caf::actor puller;
   bool publisher_down = false;
   bool puller_down = false;
+  std::deque<broadcast_rec> broadcasts; // after broadcast_base_seq, which every child has read
+  uint64_t broadcast_base_seq = 0;
+  uint64_t broadcast_base_bytes = 0;
+  uint64_t broadcast_seq = 0;
+  uint64_t broadcast_bytes = 0;
+  std::size_t max_queued_bytes = std::numeric_limits<std::size_t>::max();
   caf::response_promise shutdown_waiter;
   bool flush_scheduled = false;
   bool stopping = false;
-  std::string failure; // the first error; every later wait answers with it
+  // Failures not yet reported by a sync(): the first, and how many more.
+  std::string unreported;
+  uint64_t unreported_more = 0;
   uint64_t batches = 0;
   uint64_t operators = 0;
 
   static inline const char* name = "ag.executor";
 
-  bool satisfied(const dependency& d) const { return lanes[d.lane].done >= d.index; }
+  // A failed lane runs nothing more: nothing waits for it.
+  bool satisfied(const dependency& d) const {
+    return lanes[d.lane].done >= d.index || !lanes[d.lane].failed.empty();
+  }
 
   bool all_done(const std::vector<uint64_t>& issued) const {
     for (std::size_t i = 0; i < lanes.size(); ++i)
-      if (lanes[i].done < issued[i])
+      if (lanes[i].done < issued[i] && lanes[i].failed.empty())
         return false;
     return true;
   }
 
   bool all_entries_done(const std::vector<uint64_t>& entries) const {
     for (std::size_t i = 0; i < lanes.size(); ++i)
-      if (lanes[i].entries_done < entries[i])
+      if (lanes[i].entries_done < entries[i] && lanes[i].failed.empty())
         return false;
     return true;
   }
@@ -149,24 +178,34 @@ struct executor_state {
 
 using executor_actor = caf::stateful_actor<executor_state>;
 
+// Upper bound of an Execute message's encoded size (docs/PROTOCOL.md): header, lengths, and 85
+// bytes per operator, 8 per released operand.
+uint64_t wire_bytes(const wire::execute_msg& m) {
+  uint64_t n = wire::header_size + 5;
+  for (const auto& b : m.batches)
+    n += 4 + 8 + 5 + 85 * b.ops.size() + 5 + 8 * b.no_hold.size();
+  return n;
+}
+
 class executor_logic {
 public:
   explicit executor_logic(executor_actor* self) : self_(self), st_(self->state) {}
 
-  // The first failure wins; every waiter learns of it now, every later one at once.
-  void fail(std::string what) {
-    if (st_.failure.empty())
-      st_.failure = std::move(what);
-    auto err = [&] { return make_error(errc::device_failed, st_.failure); };
-    for (auto& f : st_.fetches)
-      f.promise.deliver(err());
-    st_.fetches.clear();
-    for (auto& s : st_.syncs)
-      s.promise.deliver(err());
-    st_.syncs.clear();
-    for (auto& r : st_.ready_waiters)
-      r.deliver(err());
-    st_.ready_waiters.clear();
+  // A failure the next sync() reports (once).
+  void record(const std::string& what) {
+    if (st_.unreported.empty())
+      st_.unreported = what;
+    else
+      ++st_.unreported_more;
+  }
+
+  caf::error take_unreported() {
+    std::string what = std::move(st_.unreported);
+    if (st_.unreported_more > 0)
+      what += " (and " + std::to_string(st_.unreported_more) + " more failures)";
+    st_.unreported.clear();
+    st_.unreported_more = 0;
+    return make_error(errc::device_failed, std::move(what));
   }
 
   void schedule_flush() {
@@ -189,57 +228,74 @@ public:
     return ++ln.issued;
   }
 
-  std::optional<uint64_t> allocate(uint64_t bytes, const std::string& what) {
-    auto off = st_.store->allocate(bytes);
-    if (!off)
-      fail("store full: " + what + " needs " + std::to_string(bytes) + " bytes; "
+  // The result of an operator that will not run: readers get `why`.
+  void taint(operand_id out, std::string why) {
+    auto& rec = st_.tensors[out];
+    rec.placed = false;
+    rec.failure = std::move(why);
+    record(rec.failure);
+  }
+
+  std::string store_full(uint64_t bytes, const std::string& what) const {
+    return "store full: " + what + " needs " + std::to_string(bytes) + " bytes; "
            + std::to_string(st_.store->live_bytes()) + " of "
            + std::to_string(st_.store->capacity())
-           + " bytes are held (graph_option::store_bytes)");
-    return off;
+           + " bytes are held (graph_option::store_bytes)";
   }
 
   // Frees a store range once every operator issued so far has run.
   void free_later(uint64_t offset, uint64_t bytes) {
     st_.frees.push_back({offset, bytes, st_.issued_now()});
-    collect();
   }
 
-  const tensor_rec* find(operand_id id, const op_request& req) {
-    auto it = st_.tensors.find(id);
-    if (it != st_.tensors.end())
-      return &it->second;
-    // Only an operand whose own operator already failed can be missing.
-    fail(to_string(req.kind) + " -> #" + std::to_string(req.out) + ": operand #"
-         + std::to_string(id) + " does not exist");
-    return nullptr;
-  }
-
-  std::optional<uint32_t> lane_of(const device& d) {
+  std::optional<uint32_t> lane_of(const device& d) const {
     for (uint32_t i = 0; i < st_.lanes.size(); ++i)
       if (st_.lanes[i].dev == d)
         return i;
-    fail(d.str() + " is not a device of this runtime");
     return std::nullopt;
   }
 
+  std::string op_name(const op_request& req) const {
+    return to_string(req.kind) + " -> #" + std::to_string(req.out) + " on " + req.where.str();
+  }
+
+  // Why the operator cannot run, or empty: an unknown or tainted input, a failed lane.
+  std::string blocker(const op_request& req, std::optional<uint32_t> l) const {
+    if (!l)
+      return op_name(req) + ": " + req.where.str() + " is not a device of this runtime";
+    if (!st_.lanes[*l].failed.empty())
+      return op_name(req) + ": " + st_.lanes[*l].failed;
+    for (operand_id in : {req.a, req.b}) {
+      if (in == 0)
+        continue;
+      auto it = st_.tensors.find(in);
+      if (it == st_.tensors.end())
+        return op_name(req) + ": operand #" + std::to_string(in) + " does not exist";
+      if (!it->second.failure.empty())
+        return op_name(req) + ": input #" + std::to_string(in) + " failed: " + it->second.failure;
+      if (!st_.lanes[it->second.lane].failed.empty())
+        return op_name(req) + ": input #" + std::to_string(in) + " is on "
+               + st_.lanes[it->second.lane].failed;
+    }
+    return {};
+  }
+
   void submit(op_request& req) {
-    auto target = lane_of(req.where);
-    if (!target)
-      return;
-    const uint32_t l = *target;
+    const auto l = lane_of(req.where);
+    if (auto why = blocker(req, l); !why.empty())
+      return taint(req.out, std::move(why));
     const uint64_t bytes = req.count * sizeof(float);
     switch (req.kind) {
-      case op_kind::upload: return upload(l, req, bytes);
-      case op_kind::copy: return move(l, req, bytes);
-      default: return compute(l, req);
+      case op_kind::upload: return upload(*l, req, bytes);
+      case op_kind::copy: return move(*l, req, bytes);
+      default: return compute(*l, req);
     }
   }
 
   void upload(uint32_t l, op_request& req, uint64_t bytes) {
-    auto off = allocate(bytes, "from_vector -> #" + std::to_string(req.out));
+    auto off = st_.store->allocate(bytes);
     if (!off)
-      return;
+      return taint(req.out, store_full(bytes, "from_vector -> #" + std::to_string(req.out)));
     std::memcpy(st_.store_base + *off, req.data.data(), bytes);
     if (l == cpu_lane) {
       st_.tensors[req.out] = {cpu_lane, *off, bytes, {}};
@@ -258,10 +314,7 @@ public:
   // An explicit move: the source writes the store, the destination reads it once the source
   // acknowledged (the dependency holds the destination's half back).
   void move(uint32_t dst, op_request& req, uint64_t bytes) {
-    const auto* src_rec = find(req.a, req);
-    if (!src_rec)
-      return;
-    const tensor_rec src = *src_rec;
+    const tensor_rec src = st_.tensors.at(req.a);
     op_desc op;
     op.kind = op_kind::copy;
     op.count = req.count;
@@ -272,10 +325,10 @@ public:
       st_.tensors[req.out] = {dst, operand_ref::no_offset, bytes, {}};
       return;
     }
-    const std::string what = "to(" + st_.lanes[dst].dev.str() + ") -> #" + std::to_string(req.out);
-    auto off = allocate(bytes, what);
+    auto off = st_.store->allocate(bytes);
     if (!off)
-      return;
+      return taint(req.out, store_full(bytes, "to(" + req.where.str() + ") -> #"
+                                                   + std::to_string(req.out)));
     op.a = {req.a, operand_ref::no_offset};
     op.out = {dst == cpu_lane ? req.out : 0, *off};
     const dependency written{src.lane, enqueue(src.lane, op)};
@@ -302,27 +355,22 @@ public:
     op.n = req.n;
     op.scalar = req.scalar;
     std::vector<dependency> deps;
-    auto bind = [&](operand_id id, operand_ref& ref) {
+    for (auto [id, ref] : {std::pair{req.a, &op.a}, std::pair{req.b, &op.b}}) {
       if (id == 0)
-        return true;
-      const auto* rec = find(id, req);
-      if (!rec)
-        return false;
-      ref = {id, rec->offset};
-      deps.push_back(rec->writer);
-      return true;
-    };
-    if (!bind(req.a, op.a) || !bind(req.b, op.b))
-      return;
+        continue;
+      const auto& rec = st_.tensors.at(id);
+      *ref = {id, rec.offset};
+      deps.push_back(rec.writer);
+    }
     const uint64_t out_elems = req.kind == op_kind::sum      ? 1
                                : req.kind == op_kind::matmul ? req.m * req.n
                                                              : req.count;
     const uint64_t bytes = out_elems * sizeof(float);
     op.out = {req.out, operand_ref::no_offset};
     if (l == cpu_lane) {
-      auto off = allocate(bytes, to_string(req.kind) + " -> #" + std::to_string(req.out));
+      auto off = st_.store->allocate(bytes);
       if (!off)
-        return;
+        return taint(req.out, store_full(bytes, op_name(req)));
       op.out.offset = *off;
     }
     const uint64_t index = enqueue(l, op, std::move(deps));
@@ -332,19 +380,69 @@ public:
   void release(operand_id id) {
     auto it = st_.tensors.find(id);
     if (it == st_.tensors.end())
-      return; // its operator failed before it was placed
-    const tensor_rec rec = it->second;
+      return;
+    const tensor_rec rec = std::move(it->second);
     st_.tensors.erase(it);
+    if (!rec.placed)
+      return; // never given memory
     if (rec.lane == cpu_lane) {
       free_later(rec.offset, rec.bytes);
       return;
     }
+    auto& ln = st_.lanes[rec.lane];
+    if (!ln.failed.empty())
+      return; // its runner is gone or runs nothing more
     entry e;
     e.release = true;
     e.released = id;
-    auto& ln = st_.lanes[rec.lane];
     ln.queue.push_back(std::move(e));
     ++ln.entries;
+  }
+
+  // Lane l runs nothing more. What it holds, and what other lanes were waiting to receive from it,
+  // is tainted with `why`; operators on other lanes that waited for it still run, on a stand-in
+  // (a NaN fill of the operand), so that every lane's operand map and counts stay whole.
+  void fail_lane(uint32_t l, const std::string& why) {
+    auto& ln = st_.lanes[l];
+    if (!ln.failed.empty())
+      return;
+    ln.failed = why;
+    record(why);
+    ln.queue.clear();
+    for (auto& [id, rec] : st_.tensors) {
+      const bool lost = rec.lane == l || (rec.writer.lane == l && rec.writer.index > ln.done);
+      if (lost && rec.failure.empty())
+        rec.failure = why;
+    }
+    for (auto& other : st_.lanes) {
+      for (auto& e : other.queue) {
+        bool waits = false;
+        for (const auto& d : e.deps)
+          waits = waits || (d.lane == l && d.index > ln.done);
+        if (!waits)
+          continue;
+        e.deps.clear();
+        e.op.kind = op_kind::fill;
+        e.op.scalar = std::numeric_limits<float>::quiet_NaN();
+        e.op.a = {};
+        e.op.b = {};
+        if (auto it = st_.tensors.find(e.op.out.id); it != st_.tensors.end() && e.op.out.id != 0)
+          if (it->second.failure.empty())
+            it->second.failure = why;
+      }
+    }
+    if (!ln.ready)
+      fail_startup("runner of " + ln.dev.str() + " stopped before it was ready: " + why);
+    dispatch();
+    collect();
+  }
+
+  void fail_startup(const std::string& why) {
+    if (st_.startup_failure.empty())
+      st_.startup_failure = why;
+    for (auto& r : st_.ready_waiters)
+      r.deliver(make_error(errc::device_failed, st_.startup_failure));
+    st_.ready_waiters.clear();
   }
 
   // Sends every lane what it can run now: a prefix of its queue whose dependencies are met.
@@ -352,7 +450,7 @@ public:
     wire::execute_msg broadcast;
     for (uint32_t l = 0; l < st_.lanes.size(); ++l) {
       auto& ln = st_.lanes[l];
-      if (ln.queue.empty() || ln.down)
+      if (ln.queue.empty() || ln.down || !ln.failed.empty())
         continue;
       batch b;
       b.lane = l;
@@ -383,8 +481,48 @@ public:
         self_->send(ln.runner, execute_atom::value, std::move(b));
     }
     // One broadcast serves every child (each runs the batch of its own lane).
-    if (!broadcast.batches.empty())
+    if (!broadcast.batches.empty()) {
+      st_.broadcast_bytes += wire_bytes(broadcast);
+      st_.broadcasts.push_back({++st_.broadcast_seq, st_.broadcast_bytes});
       self_->send(st_.publisher, publish_atom::value, std::move(broadcast));
+      check_queued();
+    }
+  }
+
+  // A child that falls more than max_queued_bytes behind is failed and killed: the PUB socket
+  // queues for it without limit (sndhwm = 0), and killing it drops that queue.
+  void check_queued() {
+    uint64_t oldest_needed = st_.broadcast_seq;
+    for (uint32_t l = 0; l < st_.lanes.size(); ++l) {
+      auto& ln = st_.lanes[l];
+      if (!ln.remote || !ln.failed.empty())
+        continue;
+      const uint64_t behind = behind_bytes(ln);
+      if (behind > st_.max_queued_bytes) {
+        self_->send(ln.runner, kill_atom::value);
+        fail_lane(l, ln.dev.str() + " does not read its broadcasts: " + std::to_string(behind)
+                       + " bytes are queued for it (graph_option::max_queued_bytes = "
+                       + std::to_string(st_.max_queued_bytes) + "); its child was killed");
+        continue;
+      }
+      oldest_needed = std::min(oldest_needed, ln.broadcasts_received);
+    }
+    while (!st_.broadcasts.empty() && st_.broadcasts.front().seq <= oldest_needed) {
+      st_.broadcast_base_seq = st_.broadcasts.front().seq;
+      st_.broadcast_base_bytes = st_.broadcasts.front().cumulative;
+      st_.broadcasts.pop_front();
+    }
+  }
+
+  // Bytes of the broadcasts after the last one the lane's child read.
+  uint64_t behind_bytes(const lane& ln) const {
+    const uint64_t r = ln.broadcasts_received;
+    if (r >= st_.broadcast_seq)
+      return 0;
+    const uint64_t read = r <= st_.broadcast_base_seq
+                            ? st_.broadcast_base_bytes
+                            : st_.broadcasts[r - st_.broadcast_base_seq - 1].cumulative;
+    return st_.broadcast_bytes - read;
   }
 
   // Answers the waits whose work is done and frees the store ranges nobody can read any more.
@@ -398,20 +536,77 @@ public:
       }
     }
     for (auto it = st_.fetches.begin(); it != st_.fetches.end();) {
-      if (st_.satisfied(it->writer)) {
-        it->promise.deliver(it->offset);
+      if (answer_fetch(it->promise, it->operand))
         it = st_.fetches.erase(it);
-      } else {
+      else
         ++it;
-      }
     }
     for (auto it = st_.syncs.begin(); it != st_.syncs.end();) {
       if (st_.all_entries_done(it->entries)) {
-        it->promise.deliver(caf::unit);
+        if (st_.unreported.empty())
+          it->promise.deliver(caf::unit);
+        else
+          it->promise.deliver(take_unreported());
         it = st_.syncs.erase(it);
       } else {
         ++it;
       }
+    }
+  }
+
+  // Delivers the operand's store offset, or why it cannot be read; false while it is not written.
+  bool answer_fetch(caf::response_promise& rp, operand_id id) {
+    auto it = st_.tensors.find(id);
+    if (it == st_.tensors.end() || it->second.lane != cpu_lane) {
+      rp.deliver(make_error(errc::bad_request,
+                            "read: operand #" + std::to_string(id) + " is not a cpu tensor"));
+      return true;
+    }
+    const auto& rec = it->second;
+    if (!rec.failure.empty()) {
+      rp.deliver(make_error(errc::device_failed, rec.failure));
+      return true;
+    }
+    if (!st_.satisfied(rec.writer))
+      return false;
+    rp.deliver(rec.offset);
+    return true;
+  }
+
+  // The lanes a wait is still waiting for, and why, for the error at its deadline.
+  std::string silent_lanes(const std::vector<uint64_t>& entries) const {
+    std::string out;
+    for (std::size_t i = 0; i < st_.lanes.size(); ++i) {
+      const auto& ln = st_.lanes[i];
+      if (ln.entries_done >= entries[i] || !ln.failed.empty())
+        continue;
+      out += (out.empty() ? "" : ", ") + ln.dev.str() + " ("
+             + std::to_string(ln.entries_sent - ln.entries_done) + " entries sent, "
+             + std::to_string(ln.in_flight.size()) + " batches unacknowledged)";
+    }
+    return out;
+  }
+
+  void expire(uint64_t id) {
+    const auto timeout = std::to_string(st_.wait_timeout.count()) + " ms";
+    for (auto it = st_.syncs.begin(); it != st_.syncs.end(); ++it) {
+      if (it->id != id)
+        continue;
+      it->promise.deliver(make_error(errc::timeout, "sync: no acknowledgement within " + timeout
+                                                      + " from " + silent_lanes(it->entries)));
+      st_.syncs.erase(it);
+      return;
+    }
+    for (auto it = st_.fetches.begin(); it != st_.fetches.end(); ++it) {
+      if (it->id != id)
+        continue;
+      const auto& rec = st_.tensors.at(it->operand);
+      it->promise.deliver(make_error(
+        errc::timeout, "to_vector: tensor #" + std::to_string(it->operand) + " not written within "
+                         + timeout + ": " + st_.lanes[rec.writer.lane].dev.str()
+                         + " has not acknowledged it"));
+      st_.fetches.erase(it);
+      return;
     }
   }
 
@@ -436,21 +631,25 @@ public:
   void on_down(const caf::down_msg& dm) {
     for (auto* service : {&st_.publisher, &st_.puller}) {
       if (*service && service->address() == dm.source) {
-        (service == &st_.publisher ? st_.publisher_down : st_.puller_down) = true;
-        if (!st_.stopping)
-          fail(std::string{service == &st_.publisher ? "publisher" : "puller"}
-               + " stopped: " + (dm.reason ? describe(dm.reason, "socket") : "exited"));
+        const bool pub = service == &st_.publisher;
+        (pub ? st_.publisher_down : st_.puller_down) = true;
+        if (!st_.stopping) {
+          const std::string why = std::string{pub ? "publisher" : "puller"} + " stopped: "
+                                  + (dm.reason ? describe(dm.reason, "socket") : "exited");
+          for (uint32_t l = 0; l < st_.lanes.size(); ++l)
+            if (st_.lanes[l].remote)
+              fail_lane(l, why);
+        }
       }
     }
-    for (auto& l : st_.lanes) {
-      if (l.runner.address() != dm.source || l.down)
+    for (uint32_t l = 0; l < st_.lanes.size(); ++l) {
+      auto& ln = st_.lanes[l];
+      if (ln.runner.address() != dm.source || ln.down)
         continue;
-      l.down = true;
-      if (!st_.stopping) {
-        std::string why = dm.reason ? describe(dm.reason, l.dev.str()) : "exited";
-        fail("runner of " + l.dev.str() + " stopped"
-             + (l.ready ? "" : " before it was ready") + ": " + why);
-      }
+      ln.down = true;
+      if (!st_.stopping)
+        fail_lane(l, "runner of " + ln.dev.str() + " stopped: "
+                       + (dm.reason ? describe(dm.reason, ln.dev.str()) : "exited"));
     }
     maybe_finish_shutdown();
   }
@@ -475,6 +674,8 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
   st.store_base = setup.store_base;
   st.store_size = setup.store_size;
   st.store = std::make_unique<store_allocator>(setup.store_size);
+  st.wait_timeout = setup.wait_timeout;
+  st.max_queued_bytes = setup.max_queued_bytes;
   auto& sys = self->home_system();
   const auto me = caf::actor_cast<caf::actor>(self);
   auto devices = setup.devices;
@@ -526,6 +727,7 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
     for (auto& r : runners)
       caf::anon_send_exit(r, caf::exit_reason::user_shutdown);
   });
+  auto lane_ok = [self](uint32_t l) { return l < self->state.lanes.size(); };
   return {
     [=](submit_atom, op_request& req) {
       executor_logic x{self};
@@ -539,14 +741,16 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
     },
     [=](flush_atom) {
       self->state.flush_scheduled = false;
-      executor_logic{self}.dispatch();
+      executor_logic x{self};
+      x.dispatch();
+      x.collect(); // releases of cpu tensors free their ranges once nothing reads them
     },
     [=](ready_atom, uint32_t l) {
       auto& st = self->state;
-      if (l >= st.lanes.size())
+      if (!lane_ok(l))
         return;
       st.lanes[l].ready = true;
-      if (st.all_ready()) {
+      if (st.all_ready() && st.startup_failure.empty()) {
         if (st.publisher)
           self->send(st.publisher, ready_atom::value); // no more Hellos
         for (auto& r : st.ready_waiters)
@@ -556,7 +760,7 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
     },
     [=](done_atom, uint32_t l, uint64_t done, uint64_t live) {
       auto& st = self->state;
-      if (l >= st.lanes.size())
+      if (!lane_ok(l))
         return;
       auto& ln = st.lanes[l];
       ln.done = done;
@@ -569,35 +773,41 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
       x.dispatch();
       x.collect();
     },
-    [=](failed_atom, uint32_t l, uint64_t index, std::string& what) {
-      (void)l, (void)index;
-      executor_logic{self}.fail(std::move(what));
+    [=](failed_atom, uint32_t l, uint64_t, std::string& what) {
+      executor_logic x{self};
+      if (lane_ok(l)) {
+        x.fail_lane(l, what);
+      } else { // not attributable to one lane (a malformed frame): every child is suspect
+        for (uint32_t i = 0; i < self->state.lanes.size(); ++i)
+          if (self->state.lanes[i].remote)
+            x.fail_lane(i, what);
+      }
+    },
+    [=](received_atom, uint32_t l, uint64_t count) {
+      if (lane_ok(l))
+        self->state.lanes[l].broadcasts_received = count;
     },
     [=](fetch_atom, operand_id id) -> caf::result<uint64_t> {
       auto& st = self->state;
-      if (!st.failure.empty())
-        return make_error(errc::device_failed, st.failure);
-      auto it = st.tensors.find(id);
-      if (it == st.tensors.end() || it->second.lane != cpu_lane)
-        return make_error(errc::bad_request,
-                          "read: operand #" + std::to_string(id) + " is not a cpu tensor");
-      if (st.satisfied(it->second.writer))
-        return it->second.offset;
       auto rp = self->make_response_promise();
-      st.fetches.push_back({rp, it->second.offset, it->second.writer});
+      if (!executor_logic{self}.answer_fetch(rp, id)) {
+        const uint64_t wid = st.next_wait_id++;
+        st.fetches.push_back({wid, rp, id});
+        self->delayed_send(self, st.wait_timeout, expire_atom::value, wid);
+      }
       return caf::delegated<uint64_t>{};
     },
     [=](sync_atom) -> caf::result<caf::unit_t> {
       auto& st = self->state;
-      if (!st.failure.empty())
-        return make_error(errc::device_failed, st.failure);
-      auto entries = st.entries_now();
-      if (st.all_entries_done(entries))
-        return caf::unit;
       auto rp = self->make_response_promise();
-      st.syncs.push_back({rp, std::move(entries)});
+      const uint64_t wid = st.next_wait_id++;
+      st.syncs.push_back({wid, rp, st.entries_now()});
+      executor_logic{self}.collect();
+      if (!st.syncs.empty() && st.syncs.back().id == wid)
+        self->delayed_send(self, st.wait_timeout, expire_atom::value, wid);
       return caf::delegated<caf::unit_t>{};
     },
+    [=](expire_atom, uint64_t wid) { executor_logic{self}.expire(wid); },
     [=](wait_ready_atom, start_deadline_t) {
       auto& st = self->state;
       std::string missing;
@@ -605,13 +815,13 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
         if (!l.ready)
           missing += (missing.empty() ? "" : ", ") + l.dev.str();
       if (!missing.empty())
-        executor_logic{self}.fail("start-up: no devicesReady from " + missing + " within "
-                                  + std::to_string(start_timeout_ms) + " ms");
+        executor_logic{self}.fail_startup("start-up: no devicesReady from " + missing + " within "
+                                          + std::to_string(start_timeout_ms) + " ms");
     },
     [=](wait_ready_atom) -> caf::result<caf::unit_t> {
       auto& st = self->state;
-      if (!st.failure.empty())
-        return make_error(errc::device_failed, st.failure);
+      if (!st.startup_failure.empty())
+        return make_error(errc::device_failed, st.startup_failure);
       if (st.all_ready())
         return caf::unit;
       st.ready_waiters.push_back(self->make_response_promise());

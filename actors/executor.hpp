@@ -47,6 +47,10 @@ struct executor_setup {
   std::optional<process_setup> process; // empty: thread mode
   // Every lane must be ready by then; else start-up fails naming the lanes that are not.
   std::chrono::milliseconds start_timeout{60000};
+  // The deadline of every sync and fetch; at it, the wait fails naming the silent devices.
+  std::chrono::milliseconds wait_timeout{60000};
+  // Process mode: a child this far behind in reading broadcasts is failed and killed.
+  std::size_t max_queued_bytes = std::size_t{256} << 20;
 };
 
 // Spawns the executor and, as lane 0, the cpu runner; then, for lanes 1.., one stream actor per

@@ -15,9 +15,13 @@
 //   executor -> publisher:     (publish, wire::execute_msg)  (hello: until every child is ready)
 //                              (destroy)
 //   puller -> executor:        what the children pushed, as the runner messages above
-//   executor -> runner proxy:  (shutdown) -> unit, once its child exited (or was killed)
+//   executor -> runner proxy:  (shutdown): its child exits (or is killed), then it quits
+//                              (kill): SIGKILL its child (it fell too far behind)
+//   puller -> executor:        (received, lane, count): Execute messages that child has read
+//   executor -> itself:        (expire, wait id): a sync or fetch reached its deadline
 //   publisher, puller, proxies, subscriber: (poll) to themselves between socket/process polls
 //   child: stream actor -> pusher: the runner messages above; subscriber -> pusher: (hello)
+//          (received, count)
 //          subscriber -> child main: (destroy)
 #pragma once
 
@@ -45,6 +49,9 @@ using publish_atom = caf::atom_constant<caf::atom("publish")>;
 using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using destroy_atom = caf::atom_constant<caf::atom("destroy")>;
 using poll_atom = caf::atom_constant<caf::atom("poll")>;
+using expire_atom = caf::atom_constant<caf::atom("expire")>;
+using received_atom = caf::atom_constant<caf::atom("received")>;
+using kill_atom = caf::atom_constant<caf::atom("kill")>;
 
 // The lane of a failure that no lane can be blamed for (a malformed frame from a child).
 constexpr uint32_t no_lane = UINT32_MAX;
@@ -58,6 +65,7 @@ enum class errc : uint8_t {
   store_full,        // the host tensor store could not hold a tensor
   bad_request,       // an operator named an operand the executor does not know
   stopped,           // the runtime is shutting down
+  timeout,           // a wait passed its deadline (the message names who is silent)
 };
 
 caf::error make_error(errc code, std::string what);

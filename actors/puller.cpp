@@ -64,6 +64,13 @@ void handle(puller_actor* self, zmqs::received& r) {
       self->send(st.executor, failed_atom::value, m.lane, m.index, std::move(m.what));
       return;
     }
+    case wire::msg_type::received: {
+      wire::received_msg m;
+      wire::decode(data, size, m);
+      check_sequence(st, m.lane, r.head.id);
+      self->send(st.executor, received_atom::value, m.lane, m.count);
+      return;
+    }
     default:
       throw error("wire: a child sent " + wire::to_string(r.head.type)
                   + ", which only the controller sends");

@@ -57,6 +57,10 @@ caf::behavior pusher(caf::stateful_actor<pusher_state>* self, std::shared_ptr<zm
       wire::done_msg m{l, done, live};
       self->state.push(wire::msg_type::done, wire::encode(m));
     },
+    [=](received_atom, uint64_t count) {
+      wire::received_msg m{self->state.lane, count};
+      self->state.push(wire::msg_type::received, wire::encode(m));
+    },
     [=](failed_atom, uint32_t l, uint64_t index, std::string& what) {
       wire::failed_msg m{l, index, std::move(what)};
       self->state.push(wire::msg_type::failed, wire::encode(m));

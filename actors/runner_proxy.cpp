@@ -64,6 +64,7 @@ caf::behavior running(proxy_actor* self) {
       }
       self->send(self, poll_atom::value);
     },
+    [=](kill_atom) { self->state.child.kill(SIGKILL); }, // the poll then reports its death
     [=](shutdown_atom) {
       auto& st = self->state;
       st.sync.notify_exit();

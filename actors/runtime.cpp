@@ -139,6 +139,8 @@ public:
       store_ = tensor_store::anonymous(opt_.store_bytes);
     }
     setup.start_timeout = opt_.wait_timeout;
+    setup.wait_timeout = opt_.wait_timeout;
+    setup.max_queued_bytes = opt_.max_queued_bytes;
     setup.store_base = store_.base();
     setup.store_size = store_.size();
     if (borrowed == nullptr) {
@@ -153,10 +155,7 @@ public:
     }
     executor_ = spawn_executor(*sys_, std::move(setup));
     try {
-      // The executor's own start-up deadline (wait_timeout) names the devices that did not report;
-      // this one only guards against an executor that does not answer at all.
-      wait<caf::unit_t>("start-up (waiting for every runner to be ready)",
-                        opt_.wait_timeout + std::chrono::seconds{5}, wait_ready_atom::value);
+      wait<caf::unit_t>("start-up (waiting for every runner to be ready)", wait_ready_atom::value);
     } catch (...) {
       stop();
       throw;
@@ -227,9 +226,11 @@ public:
 
 private:
   // A request to the executor with the runtime's deadline; its error becomes an ag::error.
+  // The executor answers every wait by wait_timeout, naming who is silent; this deadline only
+  // guards against an executor that does not answer at all.
   template <class T, class... Ts>
   T wait(const std::string& what, Ts&&... xs) {
-    return wait<T>(what, opt_.wait_timeout, std::forward<Ts>(xs)...);
+    return wait<T>(what, opt_.wait_timeout + std::chrono::seconds{5}, std::forward<Ts>(xs)...);
   }
 
   template <class T, class... Ts>

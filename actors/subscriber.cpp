@@ -23,6 +23,8 @@ struct subscriber_state {
   caf::actor pusher;
   caf::actor main;
   uint64_t last_id = 0; // 0: nothing heard yet
+  uint64_t executes = 0; // Execute messages read
+  uint64_t executes_reported = 0;
   bool broken = false;  // after a protocol error nothing more is run
 
   static inline const char* name = "ag.subscriber";
@@ -51,6 +53,7 @@ void handle(subscriber_actor* self, zmqs::received& r) {
       self->send(st.pusher, hello_atom::value);
       return;
     case wire::msg_type::execute: {
+      ++st.executes;
       wire::execute_msg m;
       wire::decode(r.body.data(), r.body.size(), m);
       for (auto& b : m.batches)
@@ -96,6 +99,12 @@ caf::behavior subscriber(subscriber_actor* self, std::shared_ptr<zmq::context_t>
                      std::string{"protocol error: "} + e.what());
         }
         timeout = std::chrono::milliseconds{0};
+      }
+      // Once per drain, not per message: how far this child has read, for the controller's bound
+      // on what it queues for a child that does not read.
+      if (st.executes != st.executes_reported) {
+        st.executes_reported = st.executes;
+        self->send(st.pusher, received_atom::value, st.executes);
       }
       self->send(self, poll_atom::value);
     },

@@ -20,6 +20,7 @@ std::string to_string(msg_type t) {
     case msg_type::ready: return "ready";
     case msg_type::done: return "done";
     case msg_type::failed: return "failed";
+    case msg_type::received: return "received";
   }
   return "type#" + std::to_string(static_cast<int>(t));
 }
@@ -33,7 +34,8 @@ bool known(msg_type t) {
     case msg_type::destroy:
     case msg_type::ready:
     case msg_type::done:
-    case msg_type::failed: return true;
+    case msg_type::failed:
+    case msg_type::received: return true;
   }
   return false;
 }
@@ -173,6 +175,7 @@ bytes encode(execute_msg& x) { return encode_any(x); }
 bytes encode(ready_msg& x) { return encode_any(x); }
 bytes encode(done_msg& x) { return encode_any(x); }
 bytes encode(failed_msg& x) { return encode_any(x); }
+bytes encode(received_msg& x) { return encode_any(x); }
 
 void decode(const void* data, std::size_t size, startup_args& x) {
   decode_any(data, size, x, "startup_args");
@@ -200,6 +203,14 @@ void decode(const void* data, std::size_t size, done_msg& x) { decode_any(data, 
 
 void decode(const void* data, std::size_t size, failed_msg& x) {
   decode_any(data, size, x, "failed");
+}
+
+} // namespace ag::wire
+
+namespace ag::wire {
+
+void decode(const void* data, std::size_t size, received_msg& x) {
+  decode_any(data, size, x, "received");
 }
 
 } // namespace ag::wire

@@ -31,6 +31,7 @@ enum class msg_type : uint8_t {
   ready = 16,  // devicesReady: the child's stream exists and its SUB connection is up
   done = 17,   // a batch ran: the lane's operator count and its device bytes
   failed = 18, // an operator failed, or the child saw a protocol error
+  received = 19, // how many Execute messages the child has read (for the controller's bound)
 };
 
 // "execute", "ready", ...; "type#N" otherwise.
@@ -102,6 +103,16 @@ typename Inspector::result_type inspect(Inspector& f, failed_msg& x) {
   return f(caf::meta::type_name("failed_msg"), x.lane, x.index, x.what);
 }
 
+struct received_msg {
+  uint32_t lane = 0;
+  uint64_t count = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, received_msg& x) {
+  return f(caf::meta::type_name("received_msg"), x.lane, x.count);
+}
+
 using bytes = std::vector<char>;
 
 bytes encode_header(const header& h);
@@ -113,6 +124,7 @@ bytes encode(execute_msg& x);
 bytes encode(ready_msg& x);
 bytes encode(done_msg& x);
 bytes encode(failed_msg& x);
+bytes encode(received_msg& x);
 
 // Each throws ag::error naming the message and what was wrong (truncated, trailing bytes, a length
 // larger than the frame, a bad enum value).
@@ -121,5 +133,6 @@ void decode(const void* data, std::size_t size, execute_msg& x);
 void decode(const void* data, std::size_t size, ready_msg& x);
 void decode(const void* data, std::size_t size, done_msg& x);
 void decode(const void* data, std::size_t size, failed_msg& x);
+void decode(const void* data, std::size_t size, received_msg& x);
 
 } // namespace ag::wire
