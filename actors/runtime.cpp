@@ -20,6 +20,7 @@
 #include "actors/protocol.hpp"
 #include "cuda/kernel_stream.hpp"
 #include "graph/runtime_core.hpp"
+#include "ipc/leftovers.hpp"
 #include "ipc/runtime_dir.hpp"
 #include "ipc/tensor_store.hpp"
 
@@ -124,6 +125,7 @@ public:
       // Names of this runtime's shared memory begin with its pid, so that what a dead runtime left
       // can be told from what a live one holds.
       const std::string prefix = "ag-" + std::to_string(::getpid()) + "-" + random_tag();
+      remove_leftovers(tmp_dir());
       dir_ = runtime_dir::create();
       store_ = tensor_store::create_shared("/" + prefix + "-store", opt_.store_bytes);
       process_setup p;

@@ -10,12 +10,13 @@
 #include <unistd.h>
 
 #include "actorgraph/error.hpp"
+#include "ipc/leftovers.hpp"
 
 namespace ag {
 
 runtime_dir runtime_dir::create() {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string templ = std::string{tmp && *tmp ? tmp : "/tmp"} + "/ag-XXXXXX";
+  // The pid in the name lets a later runtime tell a dead runtime's directory from a live one's.
+  std::string templ = tmp_dir() + "/ag-" + std::to_string(::getpid()) + "-XXXXXX";
   // A unix socket path holds at most 107 bytes; the longest endpoint name here is "pull".
   if (templ.size() + 5 > 107)
     throw error("runtime directory " + templ + ": too long for socket paths (at most 102 bytes); "

@@ -10,7 +10,7 @@ namespace ag {
 
 class runtime_dir {
 public:
-  // Creates $TMPDIR/ag-XXXXXX (or /tmp/ag-XXXXXX). Throws ag::error naming the path on failure.
+  // Creates $TMPDIR/ag-<pid>-XXXXXX (or under /tmp). Throws ag::error naming the path on failure.
   static runtime_dir create();
 
   runtime_dir() noexcept = default;

@@ -9,13 +9,15 @@
 #include <string>
 #include <vector>
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <actorgraph/actorgraph.hpp>
 
+#include "tests/actors/process_helpers.hpp"
 #include "tests/actors/random_program.hpp"
+
+using namespace ag::test;
 
 namespace {
 
@@ -28,77 +30,6 @@ ag::graph_option option(int sims, bool process) {
   opt.wait_timeout = std::chrono::seconds{30};
   return opt;
 }
-
-std::vector<std::string> list_dir(const std::string& path) {
-  std::vector<std::string> out;
-  if (DIR* d = ::opendir(path.c_str())) {
-    while (dirent* e = ::readdir(d))
-      if (std::string n = e->d_name; n != "." && n != "..")
-        out.push_back(n);
-    ::closedir(d);
-  }
-  return out;
-}
-
-// This process's children that run ag-runner.
-std::vector<pid_t> runner_children() {
-  std::vector<pid_t> out;
-  const auto me = std::to_string(::getpid());
-  for (const auto& name : list_dir("/proc")) {
-    if (name.find_first_not_of("0123456789") != std::string::npos)
-      continue;
-    std::string stat;
-    if (FILE* f = std::fopen(("/proc/" + name + "/stat").c_str(), "r")) {
-      char buf[512] = {};
-      stat = std::fgets(buf, sizeof buf, f) ? buf : "";
-      std::fclose(f);
-    }
-    // pid (comm) state ppid ...
-    const auto close = stat.rfind(')');
-    if (close == std::string::npos || stat.find("(ag-runner)") == std::string::npos)
-      continue;
-    const auto rest = stat.substr(close + 2);
-    const auto ppid = rest.substr(rest.find(' ') + 1);
-    if (ppid.substr(0, ppid.find(' ')) == me)
-      out.push_back(static_cast<pid_t>(std::stol(name)));
-  }
-  return out;
-}
-
-// This process's shared-memory objects (their names begin with ag-<pid>-).
-std::vector<std::string> my_shm() {
-  std::vector<std::string> out;
-  const auto prefix = "ag-" + std::to_string(::getpid()) + "-";
-  for (const auto& n : list_dir("/dev/shm"))
-    if (n.rfind(prefix, 0) == 0)
-      out.push_back(n);
-  return out;
-}
-
-// Points TMPDIR at a fresh directory for the life of the object, so a test can see every runtime
-// directory made meanwhile.
-struct private_tmpdir {
-  std::string path;
-  std::string saved;
-  bool had = false;
-
-  private_tmpdir() {
-    char templ[] = "/tmp/ag-test-XXXXXX";
-    path = ::mkdtemp(templ);
-    if (const char* t = std::getenv("TMPDIR")) {
-      had = true;
-      saved = t;
-    }
-    ::setenv("TMPDIR", path.c_str(), 1);
-  }
-  ~private_tmpdir() {
-    if (had)
-      ::setenv("TMPDIR", saved.c_str(), 1);
-    else
-      ::unsetenv("TMPDIR");
-    ::rmdir(path.c_str());
-  }
-};
 
 } // namespace
 

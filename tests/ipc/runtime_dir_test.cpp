@@ -114,7 +114,7 @@ TEST_CASE("a TMPDIR that does not exist is an error naming the path", "[ipc]") {
   scoped_tmpdir tmp;
   const auto missing = tmp.path + "/missing";
   ::setenv("TMPDIR", missing.c_str(), 1);
-  CHECK_THROWS_WITH(runtime_dir::create(), Catch::Contains(missing + "/ag-XXXXXX"));
+  CHECK_THROWS_WITH(runtime_dir::create(), Catch::Contains(missing + "/ag-"));
   CHECK_FALSE(exists(missing));
 }
 

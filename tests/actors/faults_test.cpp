@@ -1,0 +1,201 @@
+// Faults with real processes on sim devices: a child killed or stopped, a controller killed,
+// what dead runtimes leave behind, and runtimes side by side. What the user sees is checked, and
+// that nothing is left: no child, no shared memory, no runtime directory.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <actorgraph/actorgraph.hpp>
+
+#include "ipc/sub_process.hpp"
+#include "tests/actors/process_helpers.hpp"
+
+using namespace ag::test;
+using Catch::Contains;
+using namespace std::chrono_literals;
+
+namespace {
+
+ag::graph_option option(int sims, std::chrono::milliseconds timeout) {
+  ag::graph_option opt;
+  for (int i = 0; i < sims; ++i)
+    opt.devices.push_back(ag::device::sim(i));
+  opt.per_device_per_process = true;
+  opt.store_bytes = std::size_t{64} << 20;
+  opt.wait_timeout = timeout;
+  return opt;
+}
+
+// Polls `done` every 10 ms until it holds or `limit` passes.
+template <class F>
+bool within(std::chrono::milliseconds limit, F done) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+unsigned mode_of(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? (st.st_mode & 0777) : 0;
+}
+
+} // namespace
+
+TEST_CASE("a child killed mid-run fails its device's work within the deadline, 100 times over",
+          "[faults]") {
+  const std::vector<float> threes(64, 3.0f);
+  for (int round = 0; round < 100; ++round) {
+    INFO("round " << round);
+    {
+      // A 1 s deadline: an error naming the signal proves the death was noticed within it.
+      ag::runtime rt{option(2, 1000ms)};
+      auto kept = rt.full({64}, 3.0f, ag::device::sim(1)).to(ag::device::cpu());
+      REQUIRE(kept.to_vector() == threes);
+      auto healthy = rt.full({64}, 2.0f, ag::device::sim(1));
+      auto x = rt.full({4096}, 1.0f, ag::device::sim(0));
+      for (int i = 0; i < 50; ++i)
+        x = x + x;
+      const pid_t child = runner_of_lane(1);
+      REQUIRE(child > 0);
+      ::kill(child, SIGKILL);
+      CHECK_THROWS_WITH(x.to_vector(), Contains("sim:0") && Contains("signal 9"));
+      CHECK(kept.to_vector() == threes);                                    // acknowledged before
+      CHECK((healthy * healthy).to_vector() == std::vector<float>(64, 4.0f)); // the other device
+      CHECK_THROWS_WITH(rt.full({1}, 1.0f, ag::device::sim(0)).to_vector(), Contains("sim:0"));
+      CHECK_THROWS_WITH(rt.sync(), Contains("sim:0"));
+    }
+    REQUIRE(runner_children().empty());
+    REQUIRE(my_shm().empty());
+  }
+}
+
+TEST_CASE("a stopped child makes sync and to_vector fail at the deadline naming its device",
+          "[faults]") {
+  {
+    ag::runtime rt{option(2, 1000ms)};
+    const pid_t child = runner_of_lane(1);
+    REQUIRE(child > 0);
+    ::kill(child, SIGSTOP);
+    auto x = rt.full({8}, 1.0f, ag::device::sim(0));
+    CHECK_THROWS_WITH(x.to_vector(), Contains("sim:0") && Contains("1000 ms"));
+    CHECK_THROWS_WITH(rt.sync(), Contains("sim:0") && Contains("no acknowledgement"));
+    // The other device still answers.
+    CHECK(rt.full({2}, 5.0f, ag::device::sim(1)).to_vector() == std::vector<float>{5.0f, 5.0f});
+  } // shutdown: the stopped child does not exit by the deadline and is killed
+  CHECK(runner_children().empty());
+  CHECK(my_shm().empty());
+}
+
+TEST_CASE("a child that stops reading is failed and killed once its queue passes the bound",
+          "[faults]") {
+  {
+    auto opt = option(2, 20000ms);
+    opt.max_queued_bytes = 256 << 10;
+    ag::runtime rt{opt};
+    const pid_t child = runner_of_lane(1);
+    REQUIRE(child > 0);
+    ::kill(child, SIGSTOP);
+    // Work for the other device only; every broadcast still queues for the stopped child.
+    auto x = rt.full({16}, 0.0f, ag::device::sim(1));
+    const auto one = rt.full({16}, 1.0f, ag::device::sim(1));
+    for (int i = 0; i < 20000; ++i) {
+      x = x + one;
+      if (i % 100 == 99) // keep batches small, so that many broadcasts go out
+        (void)x.to_vector();
+    }
+    CHECK(x.to_vector() == std::vector<float>(16, 20000.0f));
+    CHECK_THROWS_WITH(rt.sync(), Contains("sim:0") && Contains("max_queued_bytes"));
+    CHECK(within(5000ms, [&] { return exited(child); }));
+  }
+  CHECK(runner_children().empty());
+  CHECK(my_shm().empty());
+}
+
+TEST_CASE("children exit within 2 s of their controller's death, and a later runtime removes "
+          "what it left but not what a live runtime holds",
+          "[faults]") {
+  private_tmpdir tmp;
+  ag::runtime live{option(1, 20000ms)}; // a live runtime's names must survive the clean-up
+  const auto live_shm = my_shm();
+  REQUIRE(live_shm.size() == 2);
+
+  auto controller = ag::sub_process::spawn(AG_TEST_CONTROLLER, {tmp.path, "2"});
+  const pid_t dead = controller.pid();
+  REQUIRE(within(20000ms, [&] {
+    return !list_dir(tmp.path).empty() && ::access((tmp.path + "/ready").c_str(), F_OK) == 0;
+  }));
+  const auto children = runner_children(dead);
+  REQUIRE(children.size() == 2);
+  controller.kill(SIGKILL);
+  REQUIRE(controller.wait_for(5000ms));
+  CHECK(within(2000ms, [&] {
+    for (pid_t c : children)
+      if (!exited(c))
+        return false;
+    return true;
+  }));
+  CHECK(my_shm(dead).size() == 3); // its store and two start-up segments, left behind
+  const auto dead_dir = "ag-" + std::to_string(dead) + "-";
+  auto has_dead_dir = [&] {
+    for (const auto& n : list_dir(tmp.path))
+      if (n.rfind(dead_dir, 0) == 0)
+        return true;
+    return false;
+  };
+  CHECK(has_dead_dir());
+
+  {
+    ag::runtime later{option(1, 20000ms)};
+    CHECK(my_shm(dead).empty());
+    CHECK_FALSE(has_dead_dir());
+    for (const auto& name : live_shm)
+      CHECK(mode_of("/dev/shm/" + name) == 0600);
+  }
+  CHECK(live.full({3}, 7.0f, ag::device::sim(0)).to_vector() == std::vector<float>(3, 7.0f));
+  ::unlink((tmp.path + "/ready").c_str());
+}
+
+TEST_CASE("two runtimes side by side have their own endpoints and shared memory, private to "
+          "this user",
+          "[faults]") {
+  private_tmpdir tmp;
+  ag::runtime first{option(1, 20000ms)};
+  ag::runtime second{option(1, 20000ms)};
+  const auto dirs = list_dir(tmp.path);
+  REQUIRE(dirs.size() == 2);
+  for (const auto& d : dirs) {
+    CHECK(mode_of(tmp.path + "/" + d) == 0700);
+    CHECK(list_dir(tmp.path + "/" + d).size() == 2); // pub and pull
+  }
+  const auto shm = my_shm();
+  CHECK(shm.size() == 4);
+  for (const auto& name : shm)
+    CHECK(mode_of("/dev/shm/" + name) == 0600);
+  auto a = first.full({4}, 1.0f, ag::device::sim(0));
+  auto b = second.full({4}, 2.0f, ag::device::sim(0));
+  CHECK((a + a).to_vector() == std::vector<float>(4, 2.0f));
+  CHECK((b + b).to_vector() == std::vector<float>(4, 4.0f));
+}
+
+TEST_CASE("a runner_path that is not executable fails start-up naming it", "[faults]") {
+  private_tmpdir tmp;
+  const std::string path = tmp.path + "/not-executable";
+  if (FILE* f = std::fopen(path.c_str(), "w"))
+    std::fclose(f);
+  auto opt = option(1, 20000ms);
+  opt.runner_path = path;
+  CHECK_THROWS_WITH(ag::runtime{opt}, Contains(path) && Contains("not an executable"));
+  ::unlink(path.c_str());
+  CHECK(my_shm().empty());
+}

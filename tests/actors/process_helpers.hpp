@@ -1,0 +1,124 @@
+// Helpers of the multi-process tests: what a process left in /proc, /dev/shm and a directory,
+// and a private TMPDIR that shows every runtime directory made meanwhile.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+namespace ag::test {
+
+inline std::vector<std::string> list_dir(const std::string& path) {
+  std::vector<std::string> out;
+  if (DIR* d = ::opendir(path.c_str())) {
+    while (dirent* e = ::readdir(d))
+      if (std::string n = e->d_name; n != "." && n != "..")
+        out.push_back(n);
+    ::closedir(d);
+  }
+  return out;
+}
+
+// The children of `parent` (this process by default) that run ag-runner.
+inline std::vector<pid_t> runner_children(pid_t parent = ::getpid()) {
+  std::vector<pid_t> out;
+  const auto me = std::to_string(parent);
+  for (const auto& name : list_dir("/proc")) {
+    if (name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    std::string stat;
+    if (FILE* f = std::fopen(("/proc/" + name + "/stat").c_str(), "r")) {
+      char buf[512] = {};
+      stat = std::fgets(buf, sizeof buf, f) ? buf : "";
+      std::fclose(f);
+    }
+    // pid (comm) state ppid ...
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos || stat.find("(ag-runner)") == std::string::npos)
+      continue;
+    const auto rest = stat.substr(close + 2);
+    const auto ppid = rest.substr(rest.find(' ') + 1);
+    if (ppid.substr(0, ppid.find(' ')) == me)
+      out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
+}
+
+// The shared-memory objects of the runtimes of process `pid` (their names begin with ag-<pid>-).
+inline std::vector<std::string> my_shm(pid_t pid = ::getpid()) {
+  std::vector<std::string> out;
+  const auto prefix = "ag-" + std::to_string(pid) + "-";
+  for (const auto& n : list_dir("/dev/shm"))
+    if (n.rfind(prefix, 0) == 0)
+      out.push_back(n);
+  return out;
+}
+
+// Points TMPDIR at a fresh directory for the life of the object, so a test can see every runtime
+// directory made meanwhile.
+struct private_tmpdir {
+  std::string path;
+  std::string saved;
+  bool had = false;
+
+  private_tmpdir() {
+    char templ[] = "/tmp/ag-test-XXXXXX";
+    path = ::mkdtemp(templ);
+    if (const char* t = std::getenv("TMPDIR")) {
+      had = true;
+      saved = t;
+    }
+    ::setenv("TMPDIR", path.c_str(), 1);
+  }
+  ~private_tmpdir() {
+    if (had)
+      ::setenv("TMPDIR", saved.c_str(), 1);
+    else
+      ::unsetenv("TMPDIR");
+    ::rmdir(path.c_str());
+  }
+};
+
+
+// The ag-runner child of `parent` that runs lane `lane` (1 = the first device), found through the
+// start-up segment named on its command line (...-sync-<lane>); 0 if there is none.
+inline pid_t runner_of_lane(int lane, pid_t parent = ::getpid()) {
+  const std::string suffix = "-sync-" + std::to_string(lane);
+  for (pid_t pid : runner_children(parent)) {
+    std::string cmdline;
+    if (FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/cmdline").c_str(), "r")) {
+      char buf[1024] = {};
+      const auto n = std::fread(buf, 1, sizeof buf - 1, f);
+      std::fclose(f);
+      cmdline.assign(buf, n);
+    }
+    for (auto& c : cmdline)
+      if (c == '\0')
+        c = ' ';
+    const auto at = cmdline.find(suffix);
+    if (at != std::string::npos
+        && (at + suffix.size() == cmdline.size() || cmdline[at + suffix.size()] == ' '))
+      return pid;
+  }
+  return 0;
+}
+
+// True once `pid` has exited (gone, or a zombie nobody reaped yet).
+inline bool exited(pid_t pid) {
+  FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (f == nullptr)
+    return true;
+  char buf[512] = {};
+  const bool read = std::fgets(buf, sizeof buf, f) != nullptr;
+  std::fclose(f);
+  const std::string stat = read ? buf : "";
+  const auto close = stat.rfind(')');
+  return close == std::string::npos || stat.substr(close + 2, 1) == "Z";
+}
+
+} // namespace ag::test
