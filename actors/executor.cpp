@@ -73,6 +73,16 @@ struct tensor_rec {
   std::string failure;
 };
 
+// A tensor given memory: on `lane`, at `offset` for cpu tensors, written by `writer`.
+tensor_rec placed(uint32_t lane, uint64_t offset, uint64_t bytes, dependency writer) {
+  tensor_rec r;
+  r.lane = lane;
+  r.offset = offset;
+  r.bytes = bytes;
+  r.writer = writer;
+  return r;
+}
+
 // A store range released while operators issued before the release may still read it.
 struct pending_free {
   uint64_t offset;
@@ -296,9 +306,10 @@ public:
     auto off = st_.store->allocate(bytes);
     if (!off)
       return taint(req.out, store_full(bytes, "from_vector -> #" + std::to_string(req.out)));
-    std::memcpy(st_.store_base + *off, req.data.data(), bytes);
+    if (bytes > 0) // an empty vector's data() may be null, which memcpy must not get
+      std::memcpy(st_.store_base + *off, req.data.data(), bytes);
     if (l == cpu_lane) {
-      st_.tensors[req.out] = {cpu_lane, *off, bytes, {}};
+      st_.tensors[req.out] = placed(cpu_lane, *off, bytes, {});
       return;
     }
     op_desc op;
@@ -307,7 +318,7 @@ public:
     op.a = {0, *off};
     op.count = req.count;
     enqueue(l, op);
-    st_.tensors[req.out] = {l, operand_ref::no_offset, bytes, {}};
+    st_.tensors[req.out] = placed(l, operand_ref::no_offset, bytes, {});
     free_later(*off, bytes);
   }
 
@@ -322,7 +333,7 @@ public:
       op.out = {req.out, operand_ref::no_offset};
       op.a = {req.a, src.offset};
       enqueue(dst, op, {src.writer});
-      st_.tensors[req.out] = {dst, operand_ref::no_offset, bytes, {}};
+      st_.tensors[req.out] = placed(dst, operand_ref::no_offset, bytes, {});
       return;
     }
     auto off = st_.store->allocate(bytes);
@@ -333,7 +344,7 @@ public:
     op.out = {dst == cpu_lane ? req.out : 0, *off};
     const dependency written{src.lane, enqueue(src.lane, op)};
     if (dst == cpu_lane) { // device -> store: the store range is the cpu tensor
-      st_.tensors[req.out] = {cpu_lane, *off, bytes, written};
+      st_.tensors[req.out] = placed(cpu_lane, *off, bytes, written);
       return;
     }
     op_desc read; // device -> staging range -> device
@@ -342,7 +353,7 @@ public:
     read.out = {req.out, operand_ref::no_offset};
     read.a = {0, *off};
     enqueue(dst, read, {written});
-    st_.tensors[req.out] = {dst, operand_ref::no_offset, bytes, {}};
+    st_.tensors[req.out] = placed(dst, operand_ref::no_offset, bytes, {});
     free_later(*off, bytes);
   }
 
@@ -374,7 +385,7 @@ public:
       op.out.offset = *off;
     }
     const uint64_t index = enqueue(l, op, std::move(deps));
-    st_.tensors[req.out] = {l, op.out.offset, bytes, {l, index}};
+    st_.tensors[req.out] = placed(l, op.out.offset, bytes, {l, index});
   }
 
   void release(operand_id id) {

@@ -202,7 +202,8 @@ public:
     if (!store_.contains(offset, count * sizeof(float)))
       throw error("to_vector of tensor #" + std::to_string(id) + ": store range out of bounds");
     std::vector<float> out(count);
-    std::memcpy(out.data(), store_.base() + offset, count * sizeof(float));
+    if (count > 0)
+      std::memcpy(out.data(), store_.base() + offset, count * sizeof(float));
     return out;
   }
 

@@ -55,12 +55,12 @@ struct sub_process_sync::impl {
   bip::mapped_region region;
   block* b = nullptr;
 
+  // The block is never destroyed in place: pthread_cond_destroy waits for the condition's
+  // waiters, and a child killed inside a wait stays registered as one for ever. Removing the
+  // segment is all the clean-up the mutex and condition need.
   ~impl() {
-    if (owner) {
-      if (b != nullptr)
-        b->~block();
+    if (owner)
       bip::shared_memory_object::remove(name.c_str());
-    }
   }
 
   bip::scoped_lock<bip::interprocess_mutex> lock() const {
@@ -98,7 +98,8 @@ sub_process_sync sub_process_sync::create(const std::string& name, const std::ve
   }
   p->b = new (p->region.get_address()) block;
   p->b->args_size = static_cast<uint32_t>(args.size());
-  std::memcpy(p->b->args, args.data(), args.size());
+  if (!args.empty()) // an empty vector's data() may be null, which memcpy must not get
+    std::memcpy(p->b->args, args.data(), args.size());
   return sub_process_sync{std::move(p)};
 }
 

@@ -15,7 +15,9 @@ foreach(program ag-demo ag-runner)
   endif()
 endforeach()
 step(${CMAKE_COMMAND} -S "${AG_EXAMPLE_DIR}" -B "${AG_WORK_DIR}/build" -G "${AG_GENERATOR}"
-     "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_BUILD_TYPE=Release)
+     "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_BUILD_TYPE=Release
+     # A sanitized build's library needs its runtime in the program too.
+     "-DCMAKE_CXX_FLAGS=${AG_EXAMPLE_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${AG_EXAMPLE_FLAGS}")
 step(${CMAKE_COMMAND} --build "${AG_WORK_DIR}/build")
 step("${AG_WORK_DIR}/build/example")
 step("${prefix}/bin/ag-demo" --devices=sim:0)
