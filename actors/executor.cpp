@@ -714,8 +714,9 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
       ps.args.store_name = p.store_name;
       ps.args.store_bytes = setup.store_size;
       ps.args.parent_pid = static_cast<int32_t>(::getpid());
-      ps.args.wait_timeout_ms = static_cast<uint64_t>(p.timeout.count());
-      ps.timeout = p.timeout;
+      ps.args.wait_timeout_ms = static_cast<uint64_t>(setup.wait_timeout.count());
+      ps.start_timeout = setup.start_timeout;
+      ps.stop_timeout = setup.wait_timeout;
       l.runner = spawn_runner_proxy(sys, std::move(ps));
     } else {
       l.runner = spawn_stream_actor(sys, me, i, devices[i], setup.store_base, setup.store_size,

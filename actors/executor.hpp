@@ -37,7 +37,6 @@ struct process_setup {
   std::string store_name;
   std::string runner_path;
   std::string segment_prefix; // + "-sync-<lane>": each child's SubProcessSync segment
-  std::chrono::milliseconds timeout{60000};
 };
 
 struct executor_setup {

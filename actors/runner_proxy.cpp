@@ -68,9 +68,9 @@ caf::behavior running(proxy_actor* self) {
     [=](shutdown_atom) {
       auto& st = self->state;
       st.sync.notify_exit();
-      if (!st.child.wait_for(st.setup.timeout)) {
+      if (!st.child.wait_for(st.setup.stop_timeout)) {
         std::fprintf(stderr, "actorgraph: %s did not exit within %lld ms: killed\n",
-                     st.who().c_str(), static_cast<long long>(st.setup.timeout.count()));
+                     st.who().c_str(), static_cast<long long>(st.setup.stop_timeout.count()));
       }
       st.child.kill_and_reap();
       self->quit();
@@ -86,12 +86,12 @@ caf::behavior runner_proxy(proxy_actor* self, proxy_setup setup) {
     st.sync = sub_process_sync::create(st.setup.segment_name, wire::encode(st.setup.args));
     st.child = sub_process::spawn(st.setup.runner_path,
                                   {"--remote-runner", "--shm-name=" + st.setup.segment_name});
-    const auto deadline = std::chrono::steady_clock::now() + st.setup.timeout;
+    const auto deadline = std::chrono::steady_clock::now() + st.setup.start_timeout;
     if (!st.sync.wait_started(deadline, [&] { return !st.child.try_wait(); })) {
       if (const auto& status = st.child.try_wait())
         throw error(st.who() + " failed to start: " + st.reason(*status));
       throw error(st.who() + " did not start within "
-                  + std::to_string(st.setup.timeout.count()) + " ms");
+                  + std::to_string(st.setup.start_timeout.count()) + " ms");
     }
   } catch (const std::exception& e) {
     const std::string what = e.what();

@@ -23,7 +23,8 @@ struct proxy_setup {
   std::string runner_path;  // ag-runner
   std::string segment_name; // its SubProcessSync segment
   wire::startup_args args;
-  std::chrono::milliseconds timeout{60000}; // start-up and shutdown deadline
+  std::chrono::milliseconds start_timeout{60000}; // for the started handshake
+  std::chrono::milliseconds stop_timeout{60000};  // for the child's exit at shutdown
 };
 
 caf::actor spawn_runner_proxy(caf::actor_system& sys, proxy_setup setup);

@@ -118,6 +118,8 @@ public:
   controller(caf::actor_system* borrowed, graph_option opt) : opt_(std::move(opt)) {
     if (opt_.wait_timeout.count() <= 0)
       throw error("graph_option::wait_timeout must be positive");
+    if (opt_.start_timeout.count() <= 0)
+      throw error("graph_option::start_timeout must be positive");
     devices_ = resolve_devices(opt_.devices);
     executor_setup setup;
     setup.devices = devices_;
@@ -135,12 +137,11 @@ public:
       p.store_name = store_.name();
       p.runner_path = find_runner(opt_.runner_path);
       p.segment_prefix = prefix;
-      p.timeout = opt_.wait_timeout;
       setup.process = std::move(p);
     } else {
       store_ = tensor_store::anonymous(opt_.store_bytes);
     }
-    setup.start_timeout = opt_.wait_timeout;
+    setup.start_timeout = opt_.start_timeout;
     setup.wait_timeout = opt_.wait_timeout;
     setup.max_queued_bytes = opt_.max_queued_bytes;
     setup.store_base = store_.base();
@@ -157,7 +158,8 @@ public:
     }
     executor_ = spawn_executor(*sys_, std::move(setup));
     try {
-      wait<caf::unit_t>("start-up (waiting for every runner to be ready)", wait_ready_atom::value);
+      wait<caf::unit_t>("start-up (waiting for every runner to be ready)",
+                        opt_.start_timeout + std::chrono::seconds{5}, wait_ready_atom::value);
     } catch (...) {
       stop();
       throw;

@@ -3,7 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+
+#include <sys/stat.h>
+#include <unistd.h>
+#include <string>
 #include <vector>
 
 #include <actorgraph/actorgraph.hpp>
@@ -27,6 +32,19 @@ std::vector<float> ramp(std::size_t n, float start, float step) {
 
 bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
   return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+// ag-runner beside this program (a packed copy on the GPU machine), else the build's.
+std::string runner_program() {
+  char exe[4096];
+  const auto n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    std::string dir(exe, static_cast<std::size_t>(n));
+    dir = dir.substr(0, dir.rfind('/'));
+    if (::access((dir + "/ag-runner").c_str(), X_OK) == 0)
+      return dir + "/ag-runner";
+  }
+  return AG_TEST_RUNNER;
 }
 
 } // namespace
@@ -114,4 +132,25 @@ TEST_CASE("process mode on cuda:0 gives the same bits as thread mode", "[cuda]")
   const auto p = compute(true);
   CHECK(same_bits(t.first, p.first));
   CHECK(same_bits(t.second, p.second));
+}
+
+TEST_CASE("a child whose GPU cannot be used fails start-up naming the device and the cause",
+          "[cuda]") {
+  // A runner that sees no GPU: the child's CUDA stream fails to start, as a broken driver would.
+  char dir[] = "/tmp/ag-test-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string script = std::string{dir} + "/no-gpu-runner";
+  if (FILE* f = std::fopen(script.c_str(), "w")) {
+    std::fprintf(f, "#!/bin/sh\nCUDA_VISIBLE_DEVICES=none exec '%s' \"$@\"\n",
+                 runner_program().c_str());
+    std::fclose(f);
+  }
+  ::chmod(script.c_str(), 0700);
+  auto opt = cuda_option();
+  opt.per_device_per_process = true;
+  opt.runner_path = script;
+  opt.wait_timeout = std::chrono::seconds{20};
+  CHECK_THROWS_WITH(ag::runtime{opt}, Catch::Contains("cuda:0") && Catch::Contains("exited with code 4"));
+  ::unlink(script.c_str());
+  ::rmdir(dir);
 }

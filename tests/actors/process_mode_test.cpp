@@ -150,7 +150,7 @@ TEST_CASE("a child that never starts fails start-up at the deadline, and is kill
   }
   auto opt = option(1, true);
   opt.runner_path = script;
-  opt.wait_timeout = std::chrono::milliseconds{1500};
+  opt.start_timeout = std::chrono::milliseconds{1500};
   CHECK_THROWS_WITH(ag::runtime{opt},
                     Catch::Contains("sim:0") && Catch::Contains("within 1500 ms"));
   CHECK(my_shm().empty());

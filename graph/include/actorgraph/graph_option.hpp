@@ -26,9 +26,13 @@ struct graph_option {
   // it (cudaHostRegister), which commits its pages.
   std::size_t store_bytes = std::size_t{1} << 30;
 
-  // Deadline of every wait on the user's thread: sync(), to_vector(), start-up, shutdown. A wait
-  // that passes it throws ag::error naming the devices that did not answer.
+  // Deadline of every wait on the user's thread: sync(), to_vector(), shutdown. A wait that
+  // passes it throws ag::error naming the devices that did not answer.
   std::chrono::milliseconds wait_timeout{std::chrono::seconds{60}};
+
+  // Deadline of start-up: every runner ready (in process mode: every child started and its
+  // devicesReady received). Past it, the constructor throws naming the devices that did not report.
+  std::chrono::milliseconds start_timeout{std::chrono::seconds{60}};
 
   // Process mode: the most bytes of broadcasts the controller queues for a child that does not
   // read them (a stopped child). Past it, that child's device fails and the child is killed.
