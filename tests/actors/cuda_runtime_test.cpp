@@ -14,6 +14,7 @@
 #include <actorgraph/actorgraph.hpp>
 
 #include "cuda/cpu_kernels.hpp"
+#include "tests/actors/process_helpers.hpp"
 
 namespace {
 
@@ -32,19 +33,6 @@ std::vector<float> ramp(std::size_t n, float start, float step) {
 
 bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
   return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
-}
-
-// ag-runner beside this program (a packed copy on the GPU machine), else the build's.
-std::string runner_program() {
-  char exe[4096];
-  const auto n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    std::string dir(exe, static_cast<std::size_t>(n));
-    dir = dir.substr(0, dir.rfind('/'));
-    if (::access((dir + "/ag-runner").c_str(), X_OK) == 0)
-      return dir + "/ag-runner";
-  }
-  return AG_TEST_RUNNER;
 }
 
 } // namespace
@@ -142,7 +130,7 @@ TEST_CASE("a child whose GPU cannot be used fails start-up naming the device and
   const std::string script = std::string{dir} + "/no-gpu-runner";
   if (FILE* f = std::fopen(script.c_str(), "w")) {
     std::fprintf(f, "#!/bin/sh\nCUDA_VISIBLE_DEVICES=none exec '%s' \"$@\"\n",
-                 runner_program().c_str());
+                 ag::test::beside_this_program("ag-runner", AG_TEST_RUNNER).c_str());
     std::fclose(f);
   }
   ::chmod(script.c_str(), 0700);

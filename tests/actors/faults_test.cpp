@@ -130,7 +130,9 @@ TEST_CASE("children exit within 2 s of their controller's death, and a later run
   const auto live_shm = my_shm();
   REQUIRE(live_shm.size() == 2);
 
-  auto controller = ag::sub_process::spawn(AG_TEST_CONTROLLER, {tmp.path, "2"});
+  auto controller = ag::sub_process::spawn(beside_this_program("ag-test-controller",
+                                                               AG_TEST_CONTROLLER),
+                                           {tmp.path, "2"});
   const pid_t dead = controller.pid();
   REQUIRE(within(20000ms, [&] {
     return !list_dir(tmp.path).empty() && ::access((tmp.path + "/ready").c_str(), F_OK) == 0;

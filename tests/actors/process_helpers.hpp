@@ -121,4 +121,18 @@ inline bool exited(pid_t pid) {
   return close == std::string::npos || stat.substr(close + 2, 1) == "Z";
 }
 
+// `name` beside this test program (a packed copy on the GPU machine), else `fallback` (where
+// the build put it).
+inline std::string beside_this_program(const std::string& name, const std::string& fallback) {
+  char exe[4096];
+  const auto n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    std::string dir(exe, static_cast<std::size_t>(n));
+    dir = dir.substr(0, dir.rfind('/')) + "/" + name;
+    if (::access(dir.c_str(), X_OK) == 0)
+      return dir;
+  }
+  return fallback;
+}
+
 } // namespace ag::test
