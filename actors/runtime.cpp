@@ -20,6 +20,7 @@
 #include "actors/protocol.hpp"
 #include "cuda/kernel_stream.hpp"
 #include "graph/runtime_core.hpp"
+#include "ipc/cleanup_registry.hpp"
 #include "ipc/leftovers.hpp"
 #include "ipc/runtime_dir.hpp"
 #include "ipc/tensor_store.hpp"
@@ -113,6 +114,24 @@ std::string find_runner(const std::string& configured) {
               + "); set graph_option::runner_path or AG_RUNNER");
 }
 
+// Registers files with the stop-signal clean-up for as long as it lives.
+class cleanup_slots {
+public:
+  cleanup_slots() = default;
+  cleanup_slots(const cleanup_slots&) = delete;
+  cleanup_slots& operator=(const cleanup_slots&) = delete;
+  ~cleanup_slots() {
+    for (int s : slots_)
+      cleanup::forget_path(s);
+  }
+  void add(const std::string& path, bool is_dir) {
+    slots_.push_back(cleanup::remember_path(path, is_dir));
+  }
+
+private:
+  std::vector<int> slots_;
+};
+
 class controller final : public detail::runtime_core {
 public:
   controller(caf::actor_system* borrowed, graph_option opt) : opt_(std::move(opt)) {
@@ -130,6 +149,13 @@ public:
       remove_leftovers(tmp_dir());
       dir_ = runtime_dir::create();
       store_ = tensor_store::create_shared("/" + prefix + "-store", opt_.store_bytes);
+      // What a stop signal must remove if it ends the program before this runtime ends.
+      cleanup_.add("/dev/shm" + store_.name(), false);
+      for (std::size_t lane = 1; lane <= devices_.size(); ++lane)
+        cleanup_.add("/dev/shm/" + prefix + "-sync-" + std::to_string(lane), false);
+      for (const char* endpoint : {"/pub", "/pull"})
+        cleanup_.add(dir_.path() + endpoint, false);
+      cleanup_.add(dir_.path(), true);
       process_setup p;
       p.zmq = std::make_shared<zmq::context_t>(1);
       p.pub_endpoint = dir_.endpoint("pub");
@@ -254,6 +280,7 @@ private:
     return std::move(*result);
   }
 
+  cleanup_slots cleanup_; // first: forgotten only after everything below is gone
   graph_option opt_;
   std::vector<device> devices_;
   runtime_dir dir_; // process mode: the endpoints' directory, removed last

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "actorgraph/error.hpp"
+#include "ipc/cleanup_registry.hpp"
 
 extern char** environ;
 
@@ -55,6 +56,7 @@ sub_process sub_process::spawn(const std::string& program, const std::vector<std
     throw error("cannot start " + program + ": " + std::strerror(rc));
   sub_process p;
   p.pid_ = pid;
+  p.cleanup_slot_ = cleanup::remember_pid(pid);
   p.pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   if (p.pidfd_ < 0) {
     const int saved = errno;
@@ -67,6 +69,7 @@ sub_process sub_process::spawn(const std::string& program, const std::vector<std
 
 sub_process::sub_process(sub_process&& other) noexcept
   : pid_(std::exchange(other.pid_, -1)), pidfd_(std::exchange(other.pidfd_, -1)),
+    cleanup_slot_(std::exchange(other.cleanup_slot_, -1)),
     status_(std::exchange(other.status_, std::nullopt)) {}
 
 sub_process& sub_process::operator=(sub_process&& other) noexcept {
@@ -100,6 +103,10 @@ const std::optional<exit_status>& sub_process::try_wait() noexcept {
     status_ = s;
   } else if (r < 0) {
     status_ = exit_status{-1, 0}; // not our child any more: nothing left to wait for
+  }
+  if (status_) { // reaped: its pid may be reused, so a stop signal must not kill it any more
+    cleanup::forget_pid(cleanup_slot_);
+    cleanup_slot_ = -1;
   }
   return status_;
 }

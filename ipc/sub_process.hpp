@@ -1,6 +1,7 @@
 // sub_process: one child process started with exec (posix_spawn: never a bare fork, since CUDA
 // cannot survive one), watched through a pidfd so that its death wakes a poll at once, and never
-// left behind: destroying a running sub_process kills and reaps it. The seed's SubProcess.
+// left behind: destroying a running sub_process kills and reaps it, and so does a stop signal
+// (actorgraph/stop_signals.hpp). The seed's SubProcess.
 #pragma once
 
 #include <chrono>
@@ -52,6 +53,7 @@ public:
 private:
   pid_t pid_ = -1;
   int pidfd_ = -1;
+  int cleanup_slot_ = -1; // killed by a stop signal while it runs (ipc/cleanup_registry.hpp)
   std::optional<exit_status> status_;
 };
 

@@ -192,6 +192,8 @@ int main(int argc, char** argv) {
     std::cerr << "ag-demo: --mode=" << cfg.mode << ": expected thread or process\n";
     return 2;
   }
+  // Ctrl-C or `kill` while it runs: the children and shared memory go with it.
+  ag::install_stop_signals();
   try {
     caf::actor_system sys{cfg};
     std::vector<mode_result> results;

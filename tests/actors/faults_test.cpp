@@ -168,6 +168,36 @@ TEST_CASE("children exit within 2 s of their controller's death, and a later run
   ::unlink((tmp.path + "/ready").c_str());
 }
 
+TEST_CASE("with stop signals installed, SIGTERM or SIGINT to a controller removes its children, "
+          "shared memory and directory at once",
+          "[faults]") {
+  for (const int sig : {SIGTERM, SIGINT}) {
+    INFO("signal " << sig);
+    private_tmpdir tmp;
+    auto controller = ag::sub_process::spawn(beside_this_program("ag-test-controller",
+                                                                 AG_TEST_CONTROLLER),
+                                             {tmp.path, "2", "stop-signals"});
+    const pid_t pid = controller.pid();
+    REQUIRE(within(20000ms, [&] { return ::access((tmp.path + "/ready").c_str(), F_OK) == 0; }));
+    const auto children = runner_children(pid);
+    REQUIRE(children.size() == 2);
+    REQUIRE(my_shm(pid).size() == 3);
+    controller.kill(sig);
+    const auto& status = controller.wait_for(5000ms);
+    REQUIRE(status);
+    CHECK(status->signal == sig); // it still ends by the signal, as without the handler
+    CHECK(within(2000ms, [&] {
+      for (pid_t c : children)
+        if (!exited(c))
+          return false;
+      return true;
+    }));
+    CHECK(my_shm(pid).empty());
+    ::unlink((tmp.path + "/ready").c_str());
+    CHECK(list_dir(tmp.path).empty()); // its runtime directory is gone too
+  }
+}
+
 TEST_CASE("two runtimes side by side have their own endpoints and shared memory, private to "
           "this user",
           "[faults]") {

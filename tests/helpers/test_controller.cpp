@@ -1,7 +1,8 @@
 // A controller for the tests of controller death: starts a process-mode runtime over N sim
 // devices, writes DIR/ready once every child is ready, then keeps work flowing until it is killed.
+// With a third argument "stop-signals" it installs ag::install_stop_signals() first.
 //
-//   ag-test-controller DIR N
+//   ag-test-controller DIR N [stop-signals]
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -9,10 +10,12 @@
 #include <actorgraph/actorgraph.hpp>
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: ag-test-controller DIR N\n");
+  if (argc != 3 && argc != 4) {
+    std::fprintf(stderr, "usage: ag-test-controller DIR N [stop-signals]\n");
     return 2;
   }
+  if (argc == 4 && std::string{argv[3]} == "stop-signals")
+    ag::install_stop_signals();
   const std::string dir = argv[1];
   const int n = std::atoi(argv[2]);
   ag::graph_option opt;

@@ -5,4 +5,5 @@
 #include "actorgraph/error.hpp"
 #include "actorgraph/graph_option.hpp"
 #include "actorgraph/runtime.hpp"
+#include "actorgraph/stop_signals.hpp"
 #include "actorgraph/tensor.hpp"
