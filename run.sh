@@ -31,7 +31,8 @@ install_missing() {
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
-# build DIR [cmake options]: configures and builds the whole project in DIR.
+# build DIR [cmake options]: configures DIR and builds $targets there (default: everything).
+targets=()
 build() {
   local dir=$1
   shift
@@ -40,7 +41,7 @@ build() {
     launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
   fi
   cmake -S . -B "$dir" -G Ninja "${launcher[@]}" -DAG_BUILD_TESTS=ON "$@" >/dev/null
-  cmake --build "$dir" -j "$(nproc)"
+  cmake --build "$dir" -j "$(nproc)" ${targets[@]+--target "${targets[@]}"}
 }
 
 # sanitized NAME FLAGS: a build without CUDA (its code needs a GPU to run) instrumented by FLAGS.
@@ -79,6 +80,7 @@ case "$what" in
     install_missing
     seconds=${1:-60}
     root=$PWD
+    targets=(fuzz-pubsub fuzz-pushpull fuzz-startup)
     build build-fuzz -DAG_FUZZ=ON -DAG_WITH_CUDA=OFF -DCMAKE_CXX_COMPILER=clang++
     for name in pubsub pushpull startup; do
       scratch=$(mktemp -d)
