@@ -208,7 +208,9 @@ public:
     executor_ = nullptr;
     if (!stopped) {
       // A runner may still touch the store: keep it mapped rather than risk a crash.
-      leaked_.push_back(std::move(store_));
+      // Deliberately never freed: this runtime's members are destroyed next, and the mapping
+      // must outlive them.
+      new tensor_store(std::move(store_));
     }
   }
 
@@ -285,7 +287,6 @@ private:
   std::vector<device> devices_;
   runtime_dir dir_; // process mode: the endpoints' directory, removed last
   tensor_store store_;
-  std::vector<tensor_store> leaked_;
   std::optional<caf::actor_system_config> cfg_;
   std::optional<caf::actor_system> owned_;
   caf::actor_system* sys_ = nullptr;
