@@ -53,4 +53,20 @@ inline bool valid(const device& d) {
   return d.type <= device::kind::sim && d.index >= 0;
 }
 
+// Treats the input as one two-frame message: the first 16 bytes are the header frame (all of the
+// input when it is shorter, which must be refused) and the rest the body. Decodes the header and
+// hands it and the body to `on_message`; malformed input (an ag::error) is refused as the decoders
+// promise, and anything else escapes and crashes the fuzzer.
+template <class F>
+int two_frames(const uint8_t* data, std::size_t size, F on_message) {
+  const std::size_t head_size = size < wire::header_size ? size : wire::header_size;
+  try {
+    const wire::header h = wire::decode_header(data, head_size);
+    require(head_size == wire::header_size, "decode_header took a short header frame");
+    on_message(h, data + head_size, size - head_size);
+  } catch (const ag::error&) {
+  }
+  return 0;
+}
+
 } // namespace ag::fuzz
