@@ -112,7 +112,6 @@ struct broadcast_rec {
 struct executor_state {
   std::vector<lane> lanes;
   std::byte* store_base = nullptr;
-  std::size_t store_size = 0;
   std::unique_ptr<store_allocator> store;
   std::unordered_map<operand_id, tensor_rec> tensors;
   std::vector<pending_free> frees;
@@ -683,7 +682,6 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
   auto& st = self->state;
   const auto start_timeout_ms = setup.start_timeout.count();
   st.store_base = setup.store_base;
-  st.store_size = setup.store_size;
   st.store = std::make_unique<store_allocator>(setup.store_size);
   st.wait_timeout = setup.wait_timeout;
   st.max_queued_bytes = setup.max_queued_bytes;
@@ -714,7 +712,6 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
       ps.args.store_name = p.store_name;
       ps.args.store_bytes = setup.store_size;
       ps.args.parent_pid = static_cast<int32_t>(::getpid());
-      ps.args.wait_timeout_ms = static_cast<uint64_t>(setup.wait_timeout.count());
       ps.start_timeout = setup.start_timeout;
       ps.stop_timeout = setup.wait_timeout;
       l.runner = spawn_runner_proxy(sys, std::move(ps));

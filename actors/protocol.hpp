@@ -61,10 +61,8 @@ constexpr uint32_t no_lane = UINT32_MAX;
 constexpr caf::atom_value error_category = caf::atom("actorgraph");
 
 enum class errc : uint8_t {
-  device_failed = 1, // a runner reported a failed operator or stopped
-  store_full,        // the host tensor store could not hold a tensor
+  device_failed = 1, // an operator could not run: its device failed or stopped, or the store was full
   bad_request,       // an operator named an operand the executor does not know
-  stopped,           // the runtime is shutting down
   timeout,           // a wait passed its deadline (the message names who is silent)
 };
 

@@ -52,13 +52,12 @@ struct startup_args {
   std::string store_name;
   uint64_t store_bytes = 0;
   int32_t parent_pid = 0;
-  uint64_t wait_timeout_ms = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, startup_args& x) {
   return f(caf::meta::type_name("startup_args"), x.version, x.pub_endpoint, x.pull_endpoint,
-           x.where, x.lane, x.store_name, x.store_bytes, x.parent_pid, x.wait_timeout_ms);
+           x.where, x.lane, x.store_name, x.store_bytes, x.parent_pid);
 }
 
 struct execute_msg {

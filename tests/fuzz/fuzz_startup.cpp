@@ -20,8 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::require(args.pub_endpoint.size() + args.pull_endpoint.size() + args.store_name.size()
                     <= size,
                   "startup_args: strings longer than the input");
-    fuzz::sink = fuzz::sink + args.lane + args.store_bytes + static_cast<uint32_t>(args.parent_pid)
-                + args.wait_timeout_ms;
+    fuzz::sink = fuzz::sink + args.lane + args.store_bytes + static_cast<uint32_t>(args.parent_pid);
     fuzz::check_round_trip(args, size, "startup_args");
   } catch (const ag::error&) {
     // Malformed input, refused as the decoder promises. Anything else escapes and crashes.

@@ -208,7 +208,6 @@ wire::startup_args typical_args() {
   a.store_name = "/ag-4242-0123456789abcdef-store";
   a.store_bytes = uint64_t{1} << 30;
   a.parent_pid = 4242;
-  a.wait_timeout_ms = 30000;
   return a;
 }
 

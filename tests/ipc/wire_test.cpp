@@ -100,7 +100,6 @@ wire::startup_args sample_args() {
   args.store_name = "/ag-store-1234";
   args.store_bytes = uint64_t{1} << 34;
   args.parent_pid = 98765;
-  args.wait_timeout_ms = 30000;
   return args;
 }
 
@@ -157,7 +156,6 @@ TEST_CASE("start-up arguments survive an encode and decode round trip", "[ipc]")
   CHECK(back.store_name == args.store_name);
   CHECK(back.store_bytes == args.store_bytes);
   CHECK(back.parent_pid == args.parent_pid);
-  CHECK(back.wait_timeout_ms == args.wait_timeout_ms);
 }
 
 TEST_CASE("an execute message with several batches and every operator kind survives a round trip",
