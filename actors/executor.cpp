@@ -1,5 +1,6 @@
 #include "actors/executor.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <limits>
@@ -11,6 +12,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/process_env.hpp"
 #include "actors/protocol.hpp"
 #include "actors/publisher.hpp"
 #include "actors/puller.hpp"
@@ -18,6 +20,8 @@
 #include "actors/stream_actor.hpp"
 #include "graph/op.hpp"
 #include "ipc/store_allocator.hpp"
+#include "ipc/timeline.hpp"
+#include "ipc/trace.hpp"
 #include "ipc/wire.hpp"
 
 namespace ag {
@@ -141,6 +145,15 @@ struct executor_state {
   uint64_t unreported_more = 0;
   uint64_t batches = 0;
   uint64_t operators = 0;
+  std::shared_ptr<trace::writer> trace;
+  std::shared_ptr<ag::timeline> timeline;
+
+  // Records an acknowledgement as it arrived, in its wire encoding (docs/TRACE.md).
+  template <class Msg>
+  void record_ack(uint32_t lane, wire::msg_type type, Msg msg) {
+    if (trace)
+      trace->write(trace::ack_rec{lane, type, wire::encode(msg)});
+  }
 
   static inline const char* name = "ag.executor";
 
@@ -307,6 +320,12 @@ public:
       return taint(req.out, store_full(bytes, "from_vector -> #" + std::to_string(req.out)));
     if (bytes > 0) // an empty vector's data() may be null, which memcpy must not get
       std::memcpy(st_.store_base + *off, req.data.data(), bytes);
+    if (st_.trace) {
+      trace::store_write_rec rec{req.out, *off, {}};
+      const auto* p = reinterpret_cast<const char*>(req.data.data());
+      rec.data.assign(p, p + bytes);
+      st_.trace->write(rec);
+    }
     if (l == cpu_lane) {
       st_.tensors[req.out] = placed(cpu_lane, *off, bytes, {});
       return;
@@ -457,6 +476,8 @@ public:
 
   // Sends every lane what it can run now: a prefix of its queue whose dependencies are met.
   void dispatch() {
+    const auto began = timeline::clock::now();
+    uint64_t ops = 0, batches = 0;
     wire::execute_msg broadcast;
     for (uint32_t l = 0; l < st_.lanes.size(); ++l) {
       auto& ln = st_.lanes[l];
@@ -485,10 +506,15 @@ public:
       ln.in_flight.push_back(ln.entries_sent);
       ++st_.batches;
       st_.operators += b.ops.size();
-      if (ln.remote)
+      ++batches;
+      ops += b.ops.size();
+      if (ln.remote) {
         broadcast.batches.push_back(std::move(b));
-      else
+      } else {
+        if (st_.trace)
+          st_.trace->write(trace::local_rec{b});
         self_->send(ln.runner, execute_atom::value, std::move(b));
+      }
     }
     // One broadcast serves every child (each runs the batch of its own lane).
     if (!broadcast.batches.empty()) {
@@ -497,6 +523,23 @@ public:
       self_->send(st_.publisher, publish_atom::value, std::move(broadcast));
       check_queued();
     }
+    if (st_.timeline && batches > 0)
+      st_.timeline->span(::getpid(), 0, "dispatch", "executor", began, timeline::clock::now(),
+                         {{"batches", std::to_string(batches), true},
+                          {"operators", std::to_string(ops), true}});
+  }
+
+  // The operands the user still holds, for the trace's last word on them.
+  void record_live() {
+    if (!st_.trace)
+      return;
+    trace::live_rec live;
+    for (const auto& [id, rec] : st_.tensors)
+      if (rec.placed && rec.failure.empty())
+        live.operands.push_back({id, rec.lane, rec.offset, rec.bytes});
+    std::sort(live.operands.begin(), live.operands.end(),
+              [](const auto& a, const auto& b) { return a.id < b.id; });
+    st_.trace->write(live);
   }
 
   // A child that falls more than max_queued_bytes behind is failed and killed: the PUB socket
@@ -685,16 +728,25 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
   st.store = std::make_unique<store_allocator>(setup.store_size);
   st.wait_timeout = setup.wait_timeout;
   st.max_queued_bytes = setup.max_queued_bytes;
+  st.trace = setup.trace;
+  st.timeline = setup.timeline;
   auto& sys = self->home_system();
   const auto me = caf::actor_cast<caf::actor>(self);
   auto devices = setup.devices;
   devices.insert(devices.begin(), device::cpu());
   if (setup.process) {
     auto& p = *setup.process;
-    st.publisher = spawn_publisher(sys, p.zmq, p.pub_endpoint);
+    st.publisher = spawn_publisher(sys, p.zmq, p.pub_endpoint, st.trace);
     st.puller = spawn_puller(sys, p.zmq, p.pull_endpoint, me);
     self->monitor(st.publisher);
     self->monitor(st.puller);
+  }
+  if (st.trace)
+    st.trace->write(trace::begin_rec{wire::version, setup.process.has_value(), devices,
+                                     setup.store_size});
+  if (st.timeline) {
+    st.timeline->name_process(::getpid(), "controller");
+    st.timeline->name_track(::getpid(), 0, "executor");
   }
   for (uint32_t i = 0; i < devices.size(); ++i) {
     lane l;
@@ -702,22 +754,16 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
     l.remote = setup.process && !devices[i].is_cpu();
     if (l.remote) {
       auto& p = *setup.process;
-      proxy_setup ps;
-      ps.runner_path = p.runner_path;
-      ps.segment_name = p.segment_prefix + "-sync-" + std::to_string(i);
-      ps.args.pub_endpoint = p.pub_endpoint;
-      ps.args.pull_endpoint = p.pull_endpoint;
-      ps.args.where = devices[i];
-      ps.args.lane = i;
-      ps.args.store_name = p.store_name;
-      ps.args.store_bytes = setup.store_size;
-      ps.args.parent_pid = static_cast<int32_t>(::getpid());
-      ps.start_timeout = setup.start_timeout;
-      ps.stop_timeout = setup.wait_timeout;
+      auto ps = make_proxy_setup(p, i, devices[i], setup.store_size, setup.start_timeout,
+                                 setup.wait_timeout);
+      if (st.timeline)
+        ps.args.timeline_part = p.timeline_part_prefix + std::to_string(i);
+      if (st.trace)
+        st.trace->write(trace::startup_rec{i, ps.args});
       l.runner = spawn_runner_proxy(sys, std::move(ps));
     } else {
       l.runner = spawn_stream_actor(sys, me, i, devices[i], setup.store_base, setup.store_size,
-                                    false);
+                                    false, st.timeline);
     }
     self->monitor(l.runner);
     st.lanes.push_back(std::move(l));
@@ -758,6 +804,7 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
       auto& st = self->state;
       if (!lane_ok(l))
         return;
+      st.record_ack(l, wire::msg_type::ready, wire::ready_msg{l, st.lanes[l].dev, 0});
       st.lanes[l].ready = true;
       if (st.all_ready() && st.startup_failure.empty()) {
         if (st.publisher)
@@ -771,6 +818,7 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
       auto& st = self->state;
       if (!lane_ok(l))
         return;
+      st.record_ack(l, wire::msg_type::done, wire::done_msg{l, done, live});
       auto& ln = st.lanes[l];
       ln.done = done;
       ln.device_live_bytes = live;
@@ -782,9 +830,10 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
       x.dispatch();
       x.collect();
     },
-    [=](failed_atom, uint32_t l, uint64_t, std::string& what) {
+    [=](failed_atom, uint32_t l, uint64_t index, std::string& what) {
       executor_logic x{self};
       if (lane_ok(l)) {
+        self->state.record_ack(l, wire::msg_type::failed, wire::failed_msg{l, index, what});
         x.fail_lane(l, what);
       } else { // not attributable to one lane (a malformed frame): every child is suspect
         for (uint32_t i = 0; i < self->state.lanes.size(); ++i)
@@ -793,8 +842,10 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
       }
     },
     [=](received_atom, uint32_t l, uint64_t count) {
-      if (lane_ok(l))
-        self->state.lanes[l].broadcasts_received = count;
+      if (!lane_ok(l))
+        return;
+      self->state.record_ack(l, wire::msg_type::received, wire::received_msg{l, count});
+      self->state.lanes[l].broadcasts_received = count;
     },
     [=](fetch_atom, operand_id id) -> caf::result<uint64_t> {
       auto& st = self->state;
@@ -848,6 +899,7 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
       auto& st = self->state;
       st.stopping = true;
       st.shutdown_waiter = self->make_response_promise();
+      executor_logic{self}.record_live();
       if (st.publisher)
         self->send(st.publisher, destroy_atom::value);
       for (auto& l : st.lanes) {

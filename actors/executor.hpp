@@ -29,6 +29,12 @@ class context_t;
 
 namespace ag {
 
+class timeline;
+
+namespace trace {
+class writer;
+} // namespace trace
+
 // Process mode: where the children are and how to start them.
 struct process_setup {
   std::shared_ptr<zmq::context_t> zmq;
@@ -37,6 +43,7 @@ struct process_setup {
   std::string store_name;
   std::string runner_path;
   std::string segment_prefix; // + "-sync-<lane>": each child's SubProcessSync segment
+  std::string timeline_part_prefix; // + "<lane>": each child's timeline part (with a timeline)
 };
 
 struct executor_setup {
@@ -50,6 +57,10 @@ struct executor_setup {
   std::chrono::milliseconds wait_timeout{60000};
   // Process mode: a child this far behind in reading broadcasts is failed and killed.
   std::size_t max_queued_bytes = std::size_t{256} << 20;
+  // Records what the runners are sent and answer (docs/TRACE.md); null: nothing is recorded.
+  std::shared_ptr<trace::writer> trace;
+  // Spans of the executor's dispatches and of thread-mode runners' batches; null: none.
+  std::shared_ptr<ag::timeline> timeline;
 };
 
 // Spawns the executor and, as lane 0, the cpu runner; then, for lanes 1.., one stream actor per

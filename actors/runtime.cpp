@@ -2,28 +2,21 @@
 // tensor store and the executor; every wait on the user's thread is a request with a deadline.
 #include "actorgraph/runtime.hpp"
 
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <optional>
-#include <random>
-
-#include <dlfcn.h>
-#include <unistd.h>
 
 #include <caf/all.hpp>
-#include <zmq.hpp>
 
 #include "actorgraph/error.hpp"
 #include "actors/executor.hpp"
+#include "actors/process_env.hpp"
 #include "actors/protocol.hpp"
 #include "cuda/kernel_stream.hpp"
 #include "graph/runtime_core.hpp"
-#include "ipc/cleanup_registry.hpp"
-#include "ipc/leftovers.hpp"
-#include "ipc/runtime_dir.hpp"
 #include "ipc/tensor_store.hpp"
+#include "ipc/timeline.hpp"
+#include "ipc/trace.hpp"
 
 namespace ag {
 
@@ -56,82 +49,6 @@ std::vector<device> resolve_devices(const std::vector<device>& wanted) {
   return out;
 }
 
-std::string random_tag() {
-  std::random_device rd;
-  const uint64_t x = (uint64_t{rd()} << 32) | rd();
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(x));
-  return buf;
-}
-
-bool executable(const std::string& path) { return !path.empty() && ::access(path.c_str(), X_OK) == 0; }
-
-std::string directory_of(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-
-// ag-runner: graph_option::runner_path, else $AG_RUNNER, else beside this library's installed
-// programs (<prefix>/lib/libactorgraph.so -> <prefix>/bin/ag-runner), else beside the running
-// program, else where this build put it.
-std::string find_runner(const std::string& configured) {
-  std::vector<std::string> tried;
-  auto consider = [&](const std::string& p) {
-    tried.push_back(p);
-    return executable(p);
-  };
-  if (!configured.empty()) {
-    if (consider(configured))
-      return configured;
-    throw error("graph_option::runner_path " + configured + " is not an executable file");
-  }
-  if (const char* env = std::getenv("AG_RUNNER"); env && *env) {
-    if (consider(env))
-      return env;
-    throw error("AG_RUNNER=" + std::string{env} + " is not an executable file");
-  }
-  Dl_info info{};
-  if (::dladdr(reinterpret_cast<void*>(&find_runner), &info) && info.dli_fname) {
-    const std::string lib_dir = directory_of(info.dli_fname);
-    if (auto p = lib_dir + "/" AG_LIB_TO_BIN "/ag-runner"; consider(p))
-      return p;
-  }
-  char exe[4096];
-  const auto n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = '\0';
-    if (auto p = directory_of(exe) + "/ag-runner"; consider(p))
-      return p;
-  }
-#ifdef AG_BUILD_RUNNER
-  if (consider(AG_BUILD_RUNNER))
-    return AG_BUILD_RUNNER;
-#endif
-  std::string list;
-  for (auto& t : tried)
-    list += (list.empty() ? "" : ", ") + t;
-  throw error("ag-runner not found (looked at " + list
-              + "); set graph_option::runner_path or AG_RUNNER");
-}
-
-// Registers files with the stop-signal clean-up for as long as it lives.
-class cleanup_slots {
-public:
-  cleanup_slots() = default;
-  cleanup_slots(const cleanup_slots&) = delete;
-  cleanup_slots& operator=(const cleanup_slots&) = delete;
-  ~cleanup_slots() {
-    for (int s : slots_)
-      cleanup::forget_path(s);
-  }
-  void add(const std::string& path, bool is_dir) {
-    slots_.push_back(cleanup::remember_path(path, is_dir));
-  }
-
-private:
-  std::vector<int> slots_;
-};
-
 class controller final : public detail::runtime_core {
 public:
   controller(caf::actor_system* borrowed, graph_option opt) : opt_(std::move(opt)) {
@@ -142,36 +59,21 @@ public:
     devices_ = resolve_devices(opt_.devices);
     executor_setup setup;
     setup.devices = devices_;
+    if (!opt_.trace_path.empty())
+      setup.trace = trace_ = std::make_shared<trace::writer>(opt_.trace_path);
+    if (!opt_.timeline_path.empty())
+      setup.timeline = timeline_ = std::make_shared<timeline>();
     if (opt_.per_device_per_process) {
-      // Names of this runtime's shared memory begin with its pid, so that what a dead runtime left
-      // can be told from what a live one holds.
-      const std::string prefix = "ag-" + std::to_string(::getpid()) + "-" + random_tag();
-      remove_leftovers(tmp_dir());
-      dir_ = runtime_dir::create();
-      store_ = tensor_store::create_shared("/" + prefix + "-store", opt_.store_bytes);
-      // What a stop signal must remove if it ends the program before this runtime ends.
-      cleanup_.add("/dev/shm" + store_.name(), false);
-      for (std::size_t lane = 1; lane <= devices_.size(); ++lane)
-        cleanup_.add("/dev/shm/" + prefix + "-sync-" + std::to_string(lane), false);
-      for (const char* endpoint : {"/pub", "/pull"})
-        cleanup_.add(dir_.path() + endpoint, false);
-      cleanup_.add(dir_.path(), true);
-      process_setup p;
-      p.zmq = std::make_shared<zmq::context_t>(1);
-      p.pub_endpoint = dir_.endpoint("pub");
-      p.pull_endpoint = dir_.endpoint("pull");
-      p.store_name = store_.name();
-      p.runner_path = find_runner(opt_.runner_path);
-      p.segment_prefix = prefix;
-      setup.process = std::move(p);
+      env_.emplace(opt_.store_bytes, devices_.size(), opt_.runner_path);
+      setup.process = env_->setup();
     } else {
       store_ = tensor_store::anonymous(opt_.store_bytes);
     }
     setup.start_timeout = opt_.start_timeout;
     setup.wait_timeout = opt_.wait_timeout;
     setup.max_queued_bytes = opt_.max_queued_bytes;
-    setup.store_base = store_.base();
-    setup.store_size = store_.size();
+    setup.store_base = store().base();
+    setup.store_size = store().size();
     if (borrowed == nullptr) {
       // Every actor of the runtime is detached: the scheduler's pool only needs a thread or two.
       cfg_.emplace();
@@ -206,11 +108,12 @@ public:
     }
     caf::anon_send_exit(executor_, caf::exit_reason::user_shutdown);
     executor_ = nullptr;
+    finish_records();
     if (!stopped) {
       // A runner may still touch the store: keep it mapped rather than risk a crash.
       // Deliberately never freed: this runtime's members are destroyed next, and the mapping
       // must outlive them.
-      new tensor_store(std::move(store_));
+      new tensor_store(std::move(store()));
     }
   }
 
@@ -229,11 +132,17 @@ public:
   std::vector<float> read(operand_id id, std::size_t count) override {
     const auto offset = wait<uint64_t>("to_vector of tensor #" + std::to_string(id), fetch_atom::value,
                                        id);
-    if (!store_.contains(offset, count * sizeof(float)))
+    if (!store().contains(offset, count * sizeof(float)))
       throw error("to_vector of tensor #" + std::to_string(id) + ": store range out of bounds");
     std::vector<float> out(count);
     if (count > 0)
-      std::memcpy(out.data(), store_.base() + offset, count * sizeof(float));
+      std::memcpy(out.data(), store().base() + offset, count * sizeof(float));
+    if (trace_) {
+      trace::read_rec rec{id, offset, {}};
+      const auto* p = reinterpret_cast<const char*>(out.data());
+      rec.data.assign(p, p + count * sizeof(float));
+      trace_->write(rec);
+    }
     return out;
   }
 
@@ -258,6 +167,29 @@ public:
   const graph_option& option() const noexcept { return opt_; }
 
 private:
+  // The host store: shared with the children in process mode, this process's memory otherwise.
+  tensor_store& store() noexcept { return env_ ? env_->store() : store_; }
+
+  // Closes the trace and writes the timeline, the children's parts merged (they wrote them as they
+  // exited). What cannot be written is reported, never thrown: this runs in the destructor.
+  void finish_records() noexcept {
+    if (trace_)
+      if (auto why = trace_->close(); !why.empty())
+        std::cerr << "actorgraph: " << why << '\n';
+    if (!timeline_)
+      return;
+    try {
+      if (opt_.per_device_per_process)
+        for (std::size_t lane = 1; lane <= devices_.size(); ++lane)
+          if (!timeline_->merge_part(env_->timeline_part_prefix() + std::to_string(lane)))
+            std::cerr << "actorgraph: timeline: " << devices_[lane - 1].str()
+                      << " left no events (its child did not exit in order)\n";
+      timeline_->write(opt_.timeline_path);
+    } catch (const std::exception& e) {
+      std::cerr << "actorgraph: " << e.what() << '\n';
+    }
+  }
+
   // A request to the executor with the runtime's deadline; its error becomes an ag::error.
   // The executor answers every wait by wait_timeout, naming who is silent; this deadline only
   // guards against an executor that does not answer at all.
@@ -282,15 +214,16 @@ private:
     return std::move(*result);
   }
 
-  cleanup_slots cleanup_; // first: forgotten only after everything below is gone
   graph_option opt_;
   std::vector<device> devices_;
-  runtime_dir dir_; // process mode: the endpoints' directory, removed last
-  tensor_store store_;
+  std::optional<process_env> env_; // process mode: directory, shared store, clean-up
+  tensor_store store_;              // thread mode
   std::optional<caf::actor_system_config> cfg_;
   std::optional<caf::actor_system> owned_;
   caf::actor_system* sys_ = nullptr;
   caf::actor executor_;
+  std::shared_ptr<trace::writer> trace_;
+  std::shared_ptr<ag::timeline> timeline_;
 };
 
 controller& as_controller(const std::shared_ptr<detail::runtime_core>& core) {

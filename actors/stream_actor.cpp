@@ -3,12 +3,15 @@
 #include <memory>
 #include <string>
 
+#include <unistd.h>
+
 #include <caf/all.hpp>
 
 #include "actors/protocol.hpp"
 #include "cuda/kernel_stream.hpp"
 #include "cuda/naive_runner.hpp"
 #include "graph/op.hpp"
+#include "ipc/timeline.hpp"
 
 namespace ag {
 
@@ -21,17 +24,24 @@ struct stream_state {
   std::unique_ptr<kernel_stream> stream;
   std::unique_ptr<naive_runner> runner; // declared after stream: destroyed before it
   bool failed = false;
+  std::shared_ptr<ag::timeline> timeline;
+  int pid = 0;
 
   static inline const char* name = "ag.stream";
 };
 
 caf::behavior stream_actor(caf::stateful_actor<stream_state>* self, caf::actor executor,
                            uint32_t lane, device dev, std::byte* store_base,
-                           std::size_t store_size, bool pin_store) {
+                           std::size_t store_size, bool pin_store,
+                           std::shared_ptr<ag::timeline> tl) {
   auto& st = self->state;
   st.executor = std::move(executor);
   st.lane = lane;
   st.dev = dev;
+  st.timeline = std::move(tl);
+  st.pid = static_cast<int>(::getpid());
+  if (st.timeline)
+    st.timeline->name_track(st.pid, static_cast<int>(lane) + 1, dev.str());
   try {
     st.stream = make_stream(dev);
     if (pin_store)
@@ -47,10 +57,16 @@ caf::behavior stream_actor(caf::stateful_actor<stream_state>* self, caf::actor e
       auto& st = self->state;
       std::string failure;
       uint64_t failed_at = 0;
+      const auto began = timeline::clock::now();
       if (!st.failed) {
         for (std::size_t i = 0; i < b.ops.size() && failure.empty(); ++i) {
           try {
+            const auto t0 = st.timeline ? timeline::clock::now() : timeline::clock::time_point{};
             st.runner->run(b.ops[i]);
+            if (st.timeline)
+              st.timeline->span(st.pid, static_cast<int>(st.lane) + 1, describe(b.ops[i]), "op", t0,
+                                timeline::clock::now(),
+                                {{"index", std::to_string(b.ops_before + i + 1), true}});
           } catch (const std::exception& e) {
             failure = e.what();
             failed_at = b.ops_before + i + 1;
@@ -67,6 +83,12 @@ caf::behavior stream_actor(caf::stateful_actor<stream_state>* self, caf::actor e
       }
       for (auto id : b.no_hold)
         st.runner->release(id);
+      if (st.timeline)
+        st.timeline->span(st.pid, static_cast<int>(st.lane) + 1, "batch", "batch", began,
+                          timeline::clock::now(),
+                          {{"operators", std::to_string(b.ops.size()), true},
+                           {"released", std::to_string(b.no_hold.size()), true},
+                           {"ops_after", std::to_string(b.ops_after()), true}});
       if (!failure.empty()) {
         st.failed = true;
         self->send(st.executor, failed_atom::value, st.lane, failed_at,
@@ -82,9 +104,9 @@ caf::behavior stream_actor(caf::stateful_actor<stream_state>* self, caf::actor e
 
 caf::actor spawn_stream_actor(caf::actor_system& sys, caf::actor report_to, uint32_t lane,
                               device dev, std::byte* store_base, std::size_t store_size,
-                              bool pin_store) {
+                              bool pin_store, std::shared_ptr<ag::timeline> timeline) {
   return sys.spawn<caf::detached>(stream_actor, std::move(report_to), lane, dev, store_base,
-                                  store_size, pin_store);
+                                  store_size, pin_store, std::move(timeline));
 }
 
 } // namespace ag

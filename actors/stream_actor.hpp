@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include <caf/fwd.hpp>
 
@@ -20,12 +21,16 @@
 
 namespace ag {
 
+class timeline;
+
 // Spawns the runner of `dev`, reporting to `report_to` (the executor; in a child, its pusher) as
 // lane `lane`; host operands are offsets into the store at [store_base, store_base + store_size).
 // With pin_store, a CUDA stream registers the store (cudaHostRegister) so that copies between it
-// and the GPU run at pinned-memory speed.
+// and the GPU run at pinned-memory speed. With a timeline, each batch and each operator in it is a
+// span on the track (this process, lane); on CUDA an operator's span is its launch, and the batch's
+// ends after the stream's synchronize.
 caf::actor spawn_stream_actor(caf::actor_system& sys, caf::actor report_to, uint32_t lane,
                               device dev, std::byte* store_base, std::size_t store_size,
-                              bool pin_store);
+                              bool pin_store, std::shared_ptr<ag::timeline> timeline = nullptr);
 
 } // namespace ag

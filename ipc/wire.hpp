@@ -17,7 +17,7 @@
 namespace ag::wire {
 
 constexpr uint16_t magic = 0x4741; // "AG"
-constexpr uint8_t version = 1;
+constexpr uint8_t version = 2;
 constexpr std::size_t header_size = 16;
 // ZMQ_MAXMSGSIZE of every receiving socket: the largest frame a peer may send.
 constexpr int64_t max_frame_bytes = int64_t{1} << 30;
@@ -52,12 +52,13 @@ struct startup_args {
   std::string store_name;
   uint64_t store_bytes = 0;
   int32_t parent_pid = 0;
+  std::string timeline_part; // where the child writes its timeline events at exit; empty: none
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, startup_args& x) {
   return f(caf::meta::type_name("startup_args"), x.version, x.pub_endpoint, x.pull_endpoint,
-           x.where, x.lane, x.store_name, x.store_bytes, x.parent_pid);
+           x.where, x.lane, x.store_name, x.store_bytes, x.parent_pid, x.timeline_part);
 }
 
 struct execute_msg {

@@ -2,7 +2,10 @@
 // checked against a plain C++ reference computed here, with the time each took; in thread mode,
 // process mode, or both side by side (the default).
 //
-//   ag-demo [--devices=auto|cpu|cuda:N|sim:N,...] [--mode=thread|process] [--help]
+//   ag-demo [--devices=auto|cpu|cuda:N|sim:N,...] [--mode=thread|process]
+//           [--record-trace=FILE] [--timeline=FILE.json] [--help]
+//
+// With both modes, FILE gets the mode before its extension: t.thread, t.process.json.
 //
 // Options are CAF's own config options, so CAF's (scheduler.*, logger.*) work here too.
 #include <chrono>
@@ -26,12 +29,16 @@ public:
   std::string devices = "auto";
   std::string mode; // empty: both, side by side
   int64_t size = 4096;
+  std::string record_trace;
+  std::string timeline;
 
   demo_config() {
     opt_group{custom_options_, "global"}
       .add(devices, "devices,d", "devices to run on: auto, or a list such as sim:0,sim:1 or cuda:0")
       .add(mode, "mode,m", "thread (a stream actor per device) or process (a child per device); default: both")
-      .add(size, "size,s", "elements of the vectors added on each device");
+      .add(size, "size,s", "elements of the vectors added on each device")
+      .add(record_trace, "record-trace", "record every message to the runners into FILE (ag-replay FILE)")
+      .add(timeline, "timeline", "write a Chrome trace-event timeline (open it in ui.perfetto.dev)");
   }
 };
 
@@ -86,14 +93,29 @@ struct mode_result {
   double ready_ms = 0;
   std::vector<row> rows;
   std::size_t operators = 0, batches = 0, store_held = 0;
+  std::vector<std::string> files; // "trace t.process", written when the runtime ends
 };
+
+// path, or with both modes path with the mode before its extension ("t.json" -> "t.process.json").
+std::string for_mode(const std::string& path, const demo_config& cfg, const std::string& mode) {
+  if (path.empty() || !cfg.mode.empty())
+    return path;
+  const auto slash = path.rfind('/');
+  const auto dot = path.rfind('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) || dot == 0)
+    return path + "." + mode;
+  return path.substr(0, dot) + "." + mode + path.substr(dot);
+}
 
 mode_result run(caf::actor_system& sys, const demo_config& cfg, bool process) {
   ag::graph_option opt;
   opt.devices = ag::parse_devices(cfg.devices);
   opt.per_device_per_process = process;
+  const std::string mode = process ? "process" : "thread";
+  opt.trace_path = for_mode(cfg.record_trace, cfg, mode);
+  opt.timeline_path = for_mode(cfg.timeline, cfg, mode);
   mode_result out;
-  out.mode = process ? "process" : "thread";
+  out.mode = mode;
   const auto t_start = clock_type::now();
   ag::runtime rt{sys, opt};
   out.ready_ms = ms_since(t_start);
@@ -142,6 +164,9 @@ mode_result run(caf::actor_system& sys, const demo_config& cfg, bool process) {
   out.operators = stats.operators;
   out.batches = stats.batches;
   out.store_held = stats.store_live_bytes;
+  for (const auto& [what, path] : {std::pair{"trace", opt.trace_path}, {"timeline", opt.timeline_path}})
+    if (!path.empty())
+      out.files.push_back(std::string{what} + " " + path);
   return out;
 }
 
@@ -169,6 +194,9 @@ bool print(const std::vector<mode_result>& results) {
   for (const auto& r : results)
     std::printf(" | %6zu / %6zu / %6zu B %15s", r.operators, r.batches, r.store_held, "");
   std::printf("\n");
+  for (const auto& r : results)
+    for (const auto& f : r.files)
+      std::printf("%s mode %s\n", r.mode.c_str(), f.c_str());
   if (results.size() == 2)
     for (std::size_t i = 0; i < results[0].rows.size(); ++i)
       if (results[0].rows[i].first != results[1].rows[i].first) {

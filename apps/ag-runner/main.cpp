@@ -28,6 +28,7 @@
 #include "actors/subscriber.hpp"
 #include "ipc/sub_process_sync.hpp"
 #include "ipc/tensor_store.hpp"
+#include "ipc/timeline.hpp"
 #include "ipc/wire.hpp"
 
 namespace {
@@ -60,6 +61,11 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
   if (!parent_alive(args.parent_pid))
     throw ag::error("controller (pid " + std::to_string(args.parent_pid) + ") is gone");
   auto store = ag::tensor_store::open_shared(args.store_name, args.store_bytes);
+  std::shared_ptr<ag::timeline> timeline;
+  if (!args.timeline_part.empty()) {
+    timeline = std::make_shared<ag::timeline>();
+    timeline->name_process(::getpid(), "ag-runner " + args.where.str());
+  }
   int exit_code = 0;
   {
     caf::actor_system sys{cfg};
@@ -68,7 +74,7 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
     auto pusher = ag::spawn_pusher(sys, ctx, args.pull_endpoint, args.lane, args.where);
     auto stream = ag::spawn_stream_actor(sys, pusher, args.lane, args.where, store.base(),
                                          store.size(),
-                                         args.where.type == ag::device::kind::cuda);
+                                         args.where.type == ag::device::kind::cuda, timeline);
     self->monitor(stream);
     auto subscriber = ag::spawn_subscriber(sys, ctx, args.pub_endpoint, args.lane, stream, pusher,
                                            caf::actor_cast<caf::actor>(self));
@@ -92,6 +98,13 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
     for (auto& a : {subscriber, stream, pusher})
       self->send_exit(a, caf::exit_reason::user_shutdown);
   } // the actor system waits for its actors; the pusher's linger lets last messages out
+  if (timeline) { // the controller merges it once this process has exited
+    try {
+      timeline->write_part(args.timeline_part);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ag-runner %s: %s\n", args.where.str().c_str(), e.what());
+    }
+  }
   return exit_code;
 }
 

@@ -139,8 +139,8 @@ void pubsub(corpus& c) {
   bad_magic[0] = 'X';
   c.write("broken-bad-magic", bad_magic);
   auto version2 = one_fill;
-  version2[2] = 2;
-  c.write("broken-version-2", version2);
+  version2[2] = wire::version + 1;
+  c.write("broken-version-next", version2);
   auto reserved = one_fill;
   reserved[5] = 1;
   c.write("broken-reserved-nonzero", reserved);
@@ -180,8 +180,8 @@ void pushpull(corpus& c) {
   bad_magic[1] = 0;
   c.write("broken-bad-magic", bad_magic);
   auto version2 = done;
-  version2[2] = 2;
-  c.write("broken-version-2", version2);
+  version2[2] = wire::version + 1;
+  c.write("broken-version-next", version2);
   c.write("broken-type-99", cat(head(static_cast<msg_type>(99), 2), bytes(done.begin() + 16, done.end())));
   c.write("broken-done-truncated", without_last(done));
   c.write("broken-done-trailing", cat(done, raw({0})));
@@ -238,8 +238,8 @@ void startup(corpus& c) {
   c.write("broken-half", bytes(good.begin(), good.begin() + static_cast<long>(good.size() / 2)));
   c.write("broken-trailing", cat(good, raw({0})));
   auto v2 = typical;
-  v2.version = 2;
-  c.write("broken-version-2", wire::encode(v2));
+  v2.version = wire::version + 1;
+  c.write("broken-version-next", wire::encode(v2));
   auto bad_device = typical;
   bad_device.where = ag::device{static_cast<ag::device::kind>(9), 0};
   c.write("broken-bad-device", wire::encode(bad_device));

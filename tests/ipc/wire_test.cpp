@@ -320,10 +320,10 @@ TEST_CASE("a header with a bad magic, another version or an unknown type is an e
     std::swap(bytes[0], bytes[1]);
     CHECK_THROWS_WITH(wire::decode_header(bytes.data(), bytes.size()), Catch::Contains("magic"));
   }
-  SECTION("version 2") {
-    bytes[2] = 2;
+  SECTION("the next version") {
+    bytes[2] = wire::version + 1;
     CHECK_THROWS_WITH(wire::decode_header(bytes.data(), bytes.size()),
-                      Catch::Contains("version 2"));
+                      Catch::Contains("version " + std::to_string(wire::version + 1)));
   }
   SECTION("version 0") {
     bytes[2] = 0;
@@ -483,10 +483,11 @@ TEST_CASE("a ready message or start-up arguments with a bad device are an error"
 
 TEST_CASE("start-up arguments of another version are an error naming it", "[ipc]") {
   auto args = sample_args();
-  args.version = 2;
+  args.version = wire::version + 1;
   const auto bytes = wire::encode(args);
   wire::startup_args back;
-  CHECK_THROWS_WITH(decode_into(bytes, back), Catch::Contains("version 2"));
+  CHECK_THROWS_WITH(decode_into(bytes, back),
+                    Catch::Contains("version " + std::to_string(wire::version + 1)));
 }
 
 TEST_CASE("random bytes either decode or are an ag::error, for every decoder", "[ipc]") {

@@ -41,6 +41,15 @@ struct graph_option {
   // Process mode: the ag-runner program. Empty: $AG_RUNNER, else the ag-runner installed beside
   // this library (<prefix>/bin), else one beside the running program.
   std::string runner_path;
+
+  // Records every message the runners are sent and every acknowledgement into this file, for
+  // ag-replay (docs/TRACE.md). Empty: nothing is recorded.
+  std::string trace_path;
+
+  // Writes a timeline of the executor's dispatches and every runner's batches and operators, one
+  // track per device, as Chrome trace-event JSON (open it in ui.perfetto.dev) when the runtime
+  // ends. Empty: none.
+  std::string timeline_path;
 };
 
 } // namespace ag

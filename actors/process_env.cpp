@@ -1,0 +1,131 @@
+#include "actors/process_env.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <zmq.hpp>
+
+#include "actorgraph/error.hpp"
+#include "ipc/cleanup_registry.hpp"
+#include "ipc/leftovers.hpp"
+
+namespace ag {
+
+namespace {
+
+std::string random_tag() {
+  std::random_device rd;
+  const uint64_t x = (uint64_t{rd()} << 32) | rd();
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(x));
+  return buf;
+}
+
+bool executable(const std::string& path) { return !path.empty() && ::access(path.c_str(), X_OK) == 0; }
+
+std::string directory_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+// ag-runner: graph_option::runner_path, else $AG_RUNNER, else beside this library's installed
+// programs (<prefix>/lib/libactorgraph.so -> <prefix>/bin/ag-runner), else beside the running
+// program, else where this build put it.
+std::string find_runner(const std::string& configured) {
+  std::vector<std::string> tried;
+  auto consider = [&](const std::string& p) {
+    tried.push_back(p);
+    return executable(p);
+  };
+  if (!configured.empty()) {
+    if (consider(configured))
+      return configured;
+    throw error("graph_option::runner_path " + configured + " is not an executable file");
+  }
+  if (const char* env = std::getenv("AG_RUNNER"); env && *env) {
+    if (consider(env))
+      return env;
+    throw error("AG_RUNNER=" + std::string{env} + " is not an executable file");
+  }
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&find_runner), &info) && info.dli_fname) {
+    const std::string lib_dir = directory_of(info.dli_fname);
+    if (auto p = lib_dir + "/" AG_LIB_TO_BIN "/ag-runner"; consider(p))
+      return p;
+  }
+  char exe[4096];
+  const auto n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    if (auto p = directory_of(exe) + "/ag-runner"; consider(p))
+      return p;
+  }
+#ifdef AG_BUILD_RUNNER
+  if (consider(AG_BUILD_RUNNER))
+    return AG_BUILD_RUNNER;
+#endif
+  std::string list;
+  for (auto& t : tried)
+    list += (list.empty() ? "" : ", ") + t;
+  throw error("ag-runner not found (looked at " + list
+              + "); set graph_option::runner_path or AG_RUNNER");
+}
+
+} // namespace
+
+cleanup_slots::~cleanup_slots() {
+  for (int s : slots_)
+    cleanup::forget_path(s);
+}
+
+void cleanup_slots::add(const std::string& path, bool is_dir) {
+  slots_.push_back(cleanup::remember_path(path, is_dir));
+}
+
+process_env::process_env(std::size_t store_bytes, std::size_t device_lanes,
+                         const std::string& runner_path) {
+  // Names of this runtime's shared memory begin with its pid, so that what a dead runtime left can
+  // be told from what a live one holds.
+  const std::string prefix = "ag-" + std::to_string(::getpid()) + "-" + random_tag();
+  remove_leftovers(tmp_dir());
+  setup_.runner_path = find_runner(runner_path);
+  dir_ = runtime_dir::create();
+  store_ = tensor_store::create_shared("/" + prefix + "-store", store_bytes);
+  // What a stop signal must remove if it ends the program before this environment ends.
+  cleanup_.add("/dev/shm" + store_.name(), false);
+  for (std::size_t lane = 1; lane <= device_lanes; ++lane)
+    cleanup_.add("/dev/shm/" + prefix + "-sync-" + std::to_string(lane), false);
+  for (const char* endpoint : {"/pub", "/pull"})
+    cleanup_.add(dir_.path() + endpoint, false);
+  cleanup_.add(dir_.path(), true);
+  setup_.zmq = std::make_shared<zmq::context_t>(1);
+  setup_.pub_endpoint = dir_.endpoint("pub");
+  setup_.pull_endpoint = dir_.endpoint("pull");
+  setup_.store_name = store_.name();
+  setup_.segment_prefix = prefix;
+  setup_.timeline_part_prefix = timeline_part_prefix();
+}
+
+proxy_setup make_proxy_setup(const process_setup& p, uint32_t lane, const device& where,
+                             uint64_t store_bytes, std::chrono::milliseconds start_timeout,
+                             std::chrono::milliseconds stop_timeout) {
+  proxy_setup ps;
+  ps.runner_path = p.runner_path;
+  ps.segment_name = p.segment_prefix + "-sync-" + std::to_string(lane);
+  ps.args.pub_endpoint = p.pub_endpoint;
+  ps.args.pull_endpoint = p.pull_endpoint;
+  ps.args.where = where;
+  ps.args.lane = lane;
+  ps.args.store_name = p.store_name;
+  ps.args.store_bytes = store_bytes;
+  ps.args.parent_pid = static_cast<int32_t>(::getpid());
+  ps.start_timeout = start_timeout;
+  ps.stop_timeout = stop_timeout;
+  return ps;
+}
+
+} // namespace ag

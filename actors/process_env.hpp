@@ -1,0 +1,58 @@
+// process_env: what a controller of child processes sets up before it spawns them (the seed's
+// PerDeviceProcessNodeRunner environment): the endpoints' private directory, the shared tensor
+// store, the names of every SubProcessSync segment, the ag-runner program, and their registration
+// with the stop-signal clean-up. Used by the runtime in process mode and by ag-replay.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "actors/executor.hpp"
+#include "actors/runner_proxy.hpp"
+#include "ipc/runtime_dir.hpp"
+#include "ipc/tensor_store.hpp"
+
+namespace ag {
+
+// Registers files with the stop-signal clean-up for as long as it lives.
+class cleanup_slots {
+public:
+  cleanup_slots() = default;
+  cleanup_slots(const cleanup_slots&) = delete;
+  cleanup_slots& operator=(const cleanup_slots&) = delete;
+  ~cleanup_slots();
+  void add(const std::string& path, bool is_dir);
+
+private:
+  std::vector<int> slots_;
+};
+
+class process_env {
+public:
+  // Removes what dead runtimes left, creates the directory and a store of store_bytes, and finds
+  // ag-runner (runner_path, else $AG_RUNNER, else beside the installed library or the running
+  // program). Throws ag::error naming what could not be set up.
+  process_env(std::size_t store_bytes, std::size_t device_lanes, const std::string& runner_path);
+  process_env(const process_env&) = delete;
+  process_env& operator=(const process_env&) = delete;
+
+  tensor_store& store() noexcept { return store_; }
+  // Endpoints, store name, runner and segment names, for the executor (or ag-replay).
+  const process_setup& setup() const noexcept { return setup_; }
+  // Each child writes its timeline events to this + its lane as it exits.
+  std::string timeline_part_prefix() const { return dir_.path() + "/timeline-"; }
+
+private:
+  cleanup_slots cleanup_; // first: forgotten only after everything below is gone
+  runtime_dir dir_;       // removed last, with what is in it
+  tensor_store store_;
+  process_setup setup_;
+};
+
+// How the proxy of `lane` (on `where`) starts and stops its child.
+proxy_setup make_proxy_setup(const process_setup& p, uint32_t lane, const device& where,
+                             uint64_t store_bytes, std::chrono::milliseconds start_timeout,
+                             std::chrono::milliseconds stop_timeout);
+
+} // namespace ag

@@ -1,0 +1,530 @@
+#include "actors/replay.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <optional>
+#include <unordered_map>
+
+#include <caf/all.hpp>
+
+#include "actorgraph/error.hpp"
+#include "actors/process_env.hpp"
+#include "actors/protocol.hpp"
+#include "actors/publisher.hpp"
+#include "actors/puller.hpp"
+#include "actors/runner_proxy.hpp"
+#include "actors/stream_actor.hpp"
+#include "ipc/tensor_store.hpp"
+#include "ipc/trace.hpp"
+#include "ipc/wire.hpp"
+
+namespace ag {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+constexpr uint64_t scratch_align = 64;
+
+uint64_t round_up(uint64_t x) { return (x + scratch_align - 1) / scratch_align * scratch_align; }
+
+// A runner's answer to a batch.
+struct answer {
+  bool failed = false;
+  uint64_t index = 0; // done: operators done; failed: the operator that failed
+  uint64_t live = 0;  // done: device bytes live
+  std::string what;   // failed
+};
+
+// A batch as it was sent, to name where a divergence is.
+struct sent_batch {
+  uint64_t first = 0; // operator indices first..last of the lane (last < first: none)
+  uint64_t last = 0;
+  std::string where;  // "message #12 (record 40)"
+  std::vector<op_desc> ops;
+};
+
+struct replay_lane {
+  device dev;
+  caf::actor runner; // a stream actor, or the runner proxy of a child
+  bool remote = false;
+  bool ready = false;
+  std::string down; // why its runner stopped; empty while it runs
+  std::deque<answer> answers;
+  std::vector<sent_batch> sent;
+  uint64_t ops_after = 0;
+};
+
+class divergence : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+class replayer {
+public:
+  replayer(caf::actor_system& sys, const trace::file& t, const replay_options& opt)
+    : sys_(sys), t_(t), opt_(opt), self_(sys) {
+    const auto& recorded = t.begin.lanes;
+    std::vector<device> devices = recorded;
+    if (!opt.devices.empty()) {
+      if (opt.devices.size() != recorded.size() - 1) {
+        std::string names;
+        for (std::size_t i = 1; i < recorded.size(); ++i)
+          names += (i > 1 ? "," : "") + recorded[i].str();
+        throw error("the trace has " + std::to_string(recorded.size() - 1) + " device lanes ("
+                    + names + "); --devices names " + std::to_string(opt.devices.size()));
+      }
+      for (const auto& d : opt.devices)
+        if (d.is_cpu())
+          throw error("--devices: cpu is lane 0 already; name the device lanes only");
+      std::copy(opt.devices.begin(), opt.devices.end(), devices.begin() + 1);
+    }
+    // The operands held at the end are copied behind the recorded store to be digested.
+    scratch_base_ = round_up(t.begin.store_bytes);
+    uint64_t scratch = 0;
+    for (const auto& r : t.records)
+      if (auto* live = std::get_if<trace::live_rec>(&r.body))
+        for (const auto& o : live->operands)
+          if (o.lane != 0)
+            scratch += round_up(o.bytes);
+    const uint64_t store_bytes = scratch_base_ + scratch;
+    if (opt.process) {
+      env_.emplace(store_bytes, devices.size() - 1, opt.runner_path);
+      store_base_ = env_->store().base();
+    } else {
+      local_store_ = tensor_store::anonymous(store_bytes);
+      store_base_ = local_store_.base();
+    }
+    store_bytes_ = store_bytes;
+    start(devices);
+  }
+
+  ~replayer() { stop(); }
+
+  replay_report run() {
+    try {
+      for (std::size_t i = 1; i < t_.records.size(); ++i)
+        step(t_.records[i]);
+      check_no_unrecorded_failure();
+      digest_live();
+    } catch (const divergence& d) {
+      report_.matched = false;
+      report_.divergence = d.what();
+    }
+    return std::move(report_);
+  }
+
+private:
+  // -- start-up and shutdown ----------------------------------------------------------------------
+
+  void start(const std::vector<device>& devices) {
+    const auto me = caf::actor_cast<caf::actor>(self_);
+    if (env_) {
+      const auto& p = env_->setup();
+      publisher_ = spawn_publisher(sys_, p.zmq, p.pub_endpoint);
+      puller_ = spawn_puller(sys_, p.zmq, p.pull_endpoint, me);
+      self_->monitor(publisher_);
+      self_->monitor(puller_);
+    }
+    for (uint32_t i = 0; i < devices.size(); ++i) {
+      replay_lane l;
+      l.dev = devices[i];
+      l.remote = env_ && i > 0;
+      if (l.remote)
+        l.runner = spawn_runner_proxy(sys_, make_proxy_setup(env_->setup(), i, devices[i],
+                                                             store_bytes_, opt_.timeout,
+                                                             opt_.timeout));
+      else
+        l.runner = spawn_stream_actor(sys_, me, i, devices[i], store_base_, store_bytes_, false);
+      self_->monitor(l.runner);
+      lanes_.push_back(std::move(l));
+    }
+    const auto deadline = clock_type::now() + opt_.timeout;
+    for (auto& l : lanes_) {
+      while (!l.ready && l.down.empty() && pump(deadline)) {
+      }
+      if (!l.down.empty())
+        throw error("start-up: runner of " + l.dev.str() + " stopped: " + l.down);
+      if (!l.ready)
+        throw error("start-up: no devicesReady from " + l.dev.str() + " within "
+                    + std::to_string(opt_.timeout.count()) + " ms");
+    }
+    if (publisher_)
+      self_->send(publisher_, ready_atom::value);
+  }
+
+  // Every runner stops (children exit, or are killed at the deadline) before the store goes.
+  void stop() noexcept {
+    try {
+      if (publisher_)
+        self_->send(publisher_, destroy_atom::value);
+      for (auto& l : lanes_) {
+        if (!l.down.empty())
+          continue;
+        if (l.remote)
+          self_->send(l.runner, shutdown_atom::value);
+        else
+          self_->send_exit(l.runner, caf::exit_reason::user_shutdown);
+      }
+      wait_down(lanes_down(), clock_type::now() + opt_.timeout + std::chrono::seconds{5});
+      for (auto& l : lanes_)
+        if (l.down.empty())
+          self_->send_exit(l.runner, caf::exit_reason::kill);
+      wait_down(lanes_down(), clock_type::now() + std::chrono::seconds{5});
+      for (auto* a : {&publisher_, &puller_})
+        if (*a)
+          self_->send_exit(*a, caf::exit_reason::user_shutdown);
+      wait_down([this] { return services_down_ == (publisher_ ? 2 : 0); },
+                clock_type::now() + std::chrono::seconds{5});
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ag-replay: shutdown: %s\n", e.what());
+    }
+  }
+
+  std::function<bool()> lanes_down() {
+    return [this] {
+      for (const auto& l : lanes_)
+        if (l.down.empty())
+          return false;
+      return true;
+    };
+  }
+
+  void wait_down(const std::function<bool()>& done, clock_type::time_point deadline) {
+    while (!done() && pump(deadline)) {
+    }
+  }
+
+  // -- messages from the runners ------------------------------------------------------------------
+
+  // Handles one message, waiting at most until `deadline`; false when none came.
+  bool pump(clock_type::time_point deadline) {
+    const auto left = std::max(deadline - clock_type::now(), clock_type::duration::zero());
+    bool got = true;
+    auto lane = [this](uint32_t l) -> replay_lane* {
+      return l < lanes_.size() ? &lanes_[l] : nullptr;
+    };
+    self_->receive(
+      [&](ready_atom, uint32_t l) {
+        if (auto* ln = lane(l))
+          ln->ready = true;
+      },
+      [&](done_atom, uint32_t l, uint64_t done, uint64_t live) {
+        if (auto* ln = lane(l))
+          ln->answers.push_back({false, done, live, {}});
+      },
+      [&](failed_atom, uint32_t l, uint64_t index, std::string& what) {
+        if (auto* ln = lane(l))
+          ln->answers.push_back({true, index, 0, std::move(what)});
+        else if (protocol_error_.empty())
+          protocol_error_ = what;
+      },
+      [&](received_atom, uint32_t, uint64_t) {},
+      [&](caf::down_msg& dm) {
+        if ((publisher_ && dm.source == publisher_.address())
+            || (puller_ && dm.source == puller_.address())) {
+          ++services_down_;
+          return;
+        }
+        for (auto& l : lanes_)
+          if (dm.source == l.runner.address())
+            l.down = dm.reason ? describe(dm.reason, l.dev.str()) : "exited";
+      },
+      caf::after(std::chrono::duration_cast<std::chrono::milliseconds>(left)) >>
+        [&] { got = false; });
+    return got;
+  }
+
+  // The next answer of lane l; a divergence when there is none by the deadline.
+  answer next_answer(uint32_t l, const std::string& waiting_for) {
+    auto& ln = lanes_[l];
+    const auto deadline = clock_type::now() + opt_.timeout;
+    while (ln.answers.empty()) {
+      if (!protocol_error_.empty())
+        throw divergence("a child sent a malformed message: " + protocol_error_);
+      if (!ln.down.empty())
+        throw divergence(name(l) + ": its runner stopped (" + ln.down + ") while "
+                         + waiting_for);
+      if (!pump(deadline))
+        throw divergence(name(l) + ": no acknowledgement within "
+                         + std::to_string(opt_.timeout.count()) + " ms while " + waiting_for);
+    }
+    answer a = std::move(ln.answers.front());
+    ln.answers.pop_front();
+    return a;
+  }
+
+  // -- the recorded records -----------------------------------------------------------------------
+
+  void step(const trace::record& r) {
+    std::visit([&](const auto& x) { on(r, x); }, r.body);
+  }
+
+  void on(const trace::record&, const trace::begin_rec&) {}
+  void on(const trace::record&, const trace::startup_rec&) {}
+  void on(const trace::record&, const trace::end_rec&) {}
+
+  void on(const trace::record& r, const trace::store_write_rec& x) {
+    if (!x.data.empty())
+      std::memcpy(store_base_ + x.offset, x.data.data(), x.data.size());
+    writers_[x.id] = "the store write of record " + std::to_string(r.index);
+  }
+
+  void on(const trace::record& r, const trace::local_rec& x) {
+    ++report_.messages;
+    const std::string where = "local batch (record " + std::to_string(r.index) + ")";
+    note_sent(x.b, where);
+    if (lanes_[x.b.lane].remote) {
+      wire::execute_msg m;
+      m.batches.push_back(x.b);
+      self_->send(publisher_, publish_atom::value, wire::encode(m));
+    } else {
+      self_->send(lanes_[x.b.lane].runner, execute_atom::value, x.b);
+    }
+  }
+
+  void on(const trace::record& r, const trace::frame_rec& x) {
+    if (x.type != wire::msg_type::execute)
+      return; // this replay says its own Hellos, and Destroy at its end
+    ++report_.messages;
+    const std::string where =
+      "message #" + std::to_string(x.id) + " (record " + std::to_string(r.index) + ")";
+    wire::execute_msg m;
+    wire::decode(x.body.data(), x.body.size(), m);
+    wire::execute_msg remote;
+    for (auto& b : m.batches) {
+      note_sent(b, where);
+      if (lanes_[b.lane].remote)
+        remote.batches.push_back(b);
+      else
+        self_->send(lanes_[b.lane].runner, execute_atom::value, b);
+    }
+    if (remote.batches.size() == m.batches.size() && !remote.batches.empty())
+      self_->send(publisher_, publish_atom::value, x.body); // the recorded bytes themselves
+    else if (!remote.batches.empty())
+      self_->send(publisher_, publish_atom::value, wire::encode(remote));
+  }
+
+  void on(const trace::record& r, const trace::ack_rec& x) {
+    if (x.type != wire::msg_type::done && x.type != wire::msg_type::failed)
+      return; // ready was awaited at start-up; how often a child reports reading is timing
+    answer want;
+    if (x.type == wire::msg_type::done) {
+      wire::done_msg m;
+      wire::decode(x.body.data(), x.body.size(), m);
+      want = {false, m.ops_done, m.device_bytes, {}};
+    } else {
+      wire::failed_msg m;
+      wire::decode(x.body.data(), x.body.size(), m);
+      want = {true, m.index, 0, m.what};
+    }
+    const auto& where = want.failed ? "operator " + std::to_string(want.index)
+                                    : "the batch ending at operator " + std::to_string(want.index);
+    const answer got = next_answer(x.lane, "waiting for " + where + " (record "
+                                             + std::to_string(r.index) + ")");
+    ++report_.acks;
+    const std::string at = name(x.lane) + ", record " + std::to_string(r.index) + ": ";
+    if (want.failed && !got.failed)
+      throw divergence(at + "recorded a failure of " + op_at(x.lane, want.index) + " (" + want.what
+                       + "); the replay ran it (done " + std::to_string(got.index) + ")");
+    if (!want.failed && got.failed)
+      throw divergence(at + "the replay failed at " + op_at(x.lane, got.index) + ": " + got.what
+                       + "; the recording ran it");
+    if (want.failed && got.index != want.index)
+      throw divergence(at + "recorded a failure of " + op_at(x.lane, want.index)
+                       + ", the replay failed at " + op_at(x.lane, got.index) + ": " + got.what);
+    if (!want.failed && (got.index != want.index || got.live != want.live))
+      throw divergence(at + "after " + op_at(x.lane, want.index) + " the recording had "
+                       + std::to_string(want.index) + " operators done and "
+                       + std::to_string(want.live) + " device bytes live; the replay has "
+                       + std::to_string(got.index) + " and " + std::to_string(got.live));
+  }
+
+  void on(const trace::record& r, const trace::read_rec& x) {
+    ++report_.reads;
+    const auto* got = store_base_ + x.offset;
+    report_.digests.push_back({"read #" + std::to_string(x.id), x.data.size(),
+                               trace::digest(got, x.data.size())});
+    if (x.data.empty() || std::memcmp(got, x.data.data(), x.data.size()) == 0)
+      return;
+    const std::size_t n = x.data.size() / sizeof(float);
+    std::size_t differ = 0, first = n;
+    float want_v = 0, got_v = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      float w, g;
+      std::memcpy(&w, x.data.data() + i * sizeof(float), sizeof w);
+      std::memcpy(&g, got + i * sizeof(float), sizeof g);
+      if (within(w, g))
+        continue;
+      if (differ++ == 0) {
+        first = i;
+        want_v = w;
+        got_v = g;
+      }
+    }
+    if (differ == 0 && x.data.size() % sizeof(float) == 0)
+      return;
+    char values[96];
+    std::snprintf(values, sizeof values, "recorded %.9g, replayed %.9g", want_v, got_v);
+    auto w = writers_.find(x.id);
+    throw divergence("record " + std::to_string(r.index) + ": the read of #" + std::to_string(x.id)
+                     + " (" + std::to_string(n) + " floats, written by "
+                     + (w == writers_.end() ? std::string{"no recorded operator"} : w->second)
+                     + ") differs at " + std::to_string(differ) + " elements; element "
+                     + std::to_string(first) + ": " + values);
+  }
+
+  void on(const trace::record&, const trace::live_rec& x) { live_ = x.operands; }
+
+  bool within(float want, float got) const {
+    if (std::memcmp(&want, &got, sizeof want) == 0)
+      return true;
+    if (opt_.tolerance <= 0)
+      return false;
+    if (std::isnan(want) || std::isnan(got))
+      return std::isnan(want) && std::isnan(got);
+    const double scale = std::max(1.0, std::abs(double(want)));
+    return std::abs(double(got) - double(want)) / scale <= opt_.tolerance;
+  }
+
+  // -- the end ------------------------------------------------------------------------------------
+
+  void check_no_unrecorded_failure() {
+    for (uint32_t l = 0; l < lanes_.size(); ++l)
+      for (const auto& a : lanes_[l].answers)
+        if (a.failed)
+          throw divergence(name(l) + ": the replay failed at " + op_at(l, a.index) + ": " + a.what
+                           + ", which the recording did not");
+  }
+
+  // Digests what the user still held: cpu tensors where they are, device operands once copied
+  // behind the recorded store (one batch per lane, sent after everything recorded).
+  void digest_live() {
+    std::vector<std::pair<std::size_t, uint64_t>> copied; // live_ index, scratch offset
+    std::vector<batch> batches(lanes_.size());
+    uint64_t scratch = scratch_base_;
+    for (std::size_t i = 0; i < live_.size(); ++i) {
+      const auto& o = live_[i];
+      if (o.lane == 0)
+        continue;
+      op_desc op;
+      op.kind = op_kind::copy;
+      op.a = {o.id, operand_ref::no_offset};
+      op.out = {0, scratch};
+      op.count = o.bytes / sizeof(float);
+      batches[o.lane].ops.push_back(op);
+      copied.emplace_back(i, scratch);
+      scratch += round_up(o.bytes);
+    }
+    wire::execute_msg remote;
+    for (uint32_t l = 0; l < lanes_.size(); ++l) {
+      auto& b = batches[l];
+      if (b.ops.empty())
+        continue;
+      b.lane = l;
+      b.ops_before = lanes_[l].ops_after;
+      note_sent(b, "the digest of the live operands");
+      if (lanes_[l].remote)
+        remote.batches.push_back(b);
+      else
+        self_->send(lanes_[l].runner, execute_atom::value, b);
+    }
+    if (!remote.batches.empty())
+      self_->send(publisher_, publish_atom::value, wire::encode(remote));
+    for (uint32_t l = 0; l < lanes_.size(); ++l) {
+      if (batches[l].ops.empty())
+        continue;
+      // Answers to batches the recording sent but never saw acknowledged come first.
+      for (;;) {
+        const auto a = next_answer(l, "copying the live operands out to digest them");
+        if (a.failed)
+          throw divergence(name(l) + ": digesting the live operands failed at "
+                           + op_at(l, a.index) + ": " + a.what);
+        if (a.index == batches[l].ops_after())
+          break;
+      }
+    }
+    std::size_t next_copied = 0;
+    for (std::size_t i = 0; i < live_.size(); ++i) {
+      const auto& o = live_[i];
+      const std::string what = "live #" + std::to_string(o.id) + " on " + lanes_[o.lane].dev.str();
+      uint64_t at = o.offset;
+      if (o.lane != 0)
+        at = copied[next_copied++].second;
+      report_.digests.push_back({what, o.bytes, trace::digest(store_base_ + at, o.bytes)});
+    }
+  }
+
+  // -- naming where -------------------------------------------------------------------------------
+
+  void note_sent(const batch& b, const std::string& where) {
+    auto& ln = lanes_[b.lane];
+    ln.sent.push_back({b.ops_before + 1, b.ops_after(), where, b.ops});
+    ln.ops_after = std::max(ln.ops_after, b.ops_after());
+    for (std::size_t i = 0; i < b.ops.size(); ++i)
+      if (b.ops[i].out.id != 0)
+        writers_[b.ops[i].out.id] = "operator " + std::to_string(b.ops_before + i + 1) + " of "
+                                    + name(b.lane) + " (" + describe(b.ops[i]) + ") in " + where;
+  }
+
+  std::string name(uint32_t l) const {
+    return "lane " + std::to_string(l) + " (" + lanes_[l].dev.str() + ")";
+  }
+
+  // "operator 7 (add #5 ...) of message #3 (record 9)".
+  std::string op_at(uint32_t l, uint64_t index) const {
+    const auto& sent = lanes_[l].sent;
+    for (auto it = sent.rbegin(); it != sent.rend(); ++it)
+      if (it->first <= index && index <= it->last)
+        return "operator " + std::to_string(index) + " ("
+               + describe(it->ops[index - it->first]) + ") of " + it->where;
+    return "operator " + std::to_string(index);
+  }
+
+  caf::actor_system& sys_;
+  const trace::file& t_;
+  replay_options opt_;
+  std::optional<process_env> env_; // process: directory, shared store, clean-up
+  tensor_store local_store_;        // inproc
+  std::byte* store_base_ = nullptr;
+  uint64_t store_bytes_ = 0;
+  uint64_t scratch_base_ = 0;
+  caf::scoped_actor self_;
+  caf::actor publisher_;
+  caf::actor puller_;
+  int services_down_ = 0;
+  std::vector<replay_lane> lanes_;
+  std::unordered_map<operand_id, std::string> writers_; // who last wrote each operand
+  std::vector<trace::live_operand> live_;
+  std::string protocol_error_;
+  replay_report report_;
+};
+
+} // namespace
+
+replay_report replay(caf::actor_system& sys, const trace::file& recorded,
+                     const replay_options& opt) {
+  replayer r{sys, recorded, opt};
+  return r.run();
+}
+
+std::string format_digests(const std::vector<operand_digest>& digests) {
+  std::string out;
+  uint64_t all = trace::digest(nullptr, 0);
+  char line[160];
+  for (const auto& d : digests) {
+    std::snprintf(line, sizeof line, "%-28s %12llu bytes  %016llx\n", d.what.c_str(),
+                  static_cast<unsigned long long>(d.bytes),
+                  static_cast<unsigned long long>(d.digest));
+    out += line;
+    const uint64_t both[2] = {all, d.digest};
+    all = trace::digest(both, sizeof both);
+  }
+  std::snprintf(line, sizeof line, "%-28s %12zu items  %016llx\n", "all", digests.size(),
+                static_cast<unsigned long long>(all));
+  return out + line;
+}
+
+} // namespace ag
