@@ -734,6 +734,10 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
   const auto me = caf::actor_cast<caf::actor>(self);
   auto devices = setup.devices;
   devices.insert(devices.begin(), device::cpu());
+  // The first record: the publisher records its first Hello as soon as it is spawned.
+  if (st.trace)
+    st.trace->write(trace::begin_rec{wire::version, setup.process.has_value(), devices,
+                                     setup.store_size});
   if (setup.process) {
     auto& p = *setup.process;
     st.publisher = spawn_publisher(sys, p.zmq, p.pub_endpoint, st.trace);
@@ -741,9 +745,6 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
     self->monitor(st.publisher);
     self->monitor(st.puller);
   }
-  if (st.trace)
-    st.trace->write(trace::begin_rec{wire::version, setup.process.has_value(), devices,
-                                     setup.store_size});
   if (st.timeline) {
     st.timeline->name_process(::getpid(), "controller");
     st.timeline->name_track(::getpid(), 0, "executor");

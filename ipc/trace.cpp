@@ -194,7 +194,12 @@ private:
         case wire::msg_type::ready: {
           wire::ready_msg m;
           wire::decode(x.body.data(), x.body.size(), m);
-          return m.lane == x.lane ? "" : "ready of lane " + std::to_string(m.lane);
+          if (m.lane != x.lane)
+            return "ready of lane " + std::to_string(m.lane);
+          if (!(m.where == begin_.lanes[x.lane]))
+            return "ready of " + m.where.str() + " on lane " + std::to_string(x.lane) + " ("
+                   + begin_.lanes[x.lane].str() + ")";
+          return {};
         }
         case wire::msg_type::done: {
           wire::done_msg m;
@@ -204,12 +209,12 @@ private:
         case wire::msg_type::failed: {
           wire::failed_msg m;
           wire::decode(x.body.data(), x.body.size(), m);
-          return {};
+          return m.lane == x.lane ? "" : "failed of lane " + std::to_string(m.lane);
         }
         case wire::msg_type::received: {
           wire::received_msg m;
           wire::decode(x.body.data(), x.body.size(), m);
-          return {};
+          return m.lane == x.lane ? "" : "received of lane " + std::to_string(m.lane);
         }
         default: return "an acknowledgement of type " + wire::to_string(x.type);
       }
@@ -265,7 +270,7 @@ std::vector<char> encode_record(const payload& body, int64_t time_ns) {
       return serial::encode(copy, "trace");
     },
     body);
-  if (bytes.size() >= max_payload_bytes)
+  if (bytes.size() > max_payload_bytes)
     throw error("trace: a record of " + std::to_string(bytes.size()) + " bytes is too large");
   std::vector<char> out(record_header_size + bytes.size() + record_trailer_size, 0);
   out[0] = static_cast<char>(body.index() + 1);
@@ -289,6 +294,8 @@ file parse(const void* data, std::size_t size, const std::string& name) {
   if (auto v = get<uint32_t>(p + 8); v != format_version)
     throw error("trace " + name + ": format version " + std::to_string(v)
                 + "; this build reads version " + std::to_string(format_version));
+  if (get<uint32_t>(p + 12) != 0)
+    throw error("trace " + name + ": reserved header bytes 12-15 are not zero");
   file out;
   std::optional<checker> check;
   bool ended = false;
@@ -350,10 +357,10 @@ file parse(const void* data, std::size_t size, const std::string& name) {
 file read_file(const std::string& path) {
   std::ifstream in{path, std::ios::binary};
   if (!in)
-    throw error("trace " + path + ": cannot open: " + std::strerror(errno));
+    throw error("trace " + path + ": cannot open it");
   std::vector<char> bytes{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
   if (in.bad())
-    throw error("trace " + path + ": cannot read: " + std::strerror(errno));
+    throw error("trace " + path + ": cannot read it");
   return parse(bytes.data(), bytes.size(), path);
 }
 
@@ -394,7 +401,8 @@ void writer::append(const payload& body) {
 
 std::string writer::close() {
   std::lock_guard<std::mutex> guard{mu_};
-  append(end_rec{records_});
+  if (records_ > 0) // a trace without its begin stays one that no reader takes
+    append(end_rec{records_});
   if (out_ != nullptr) {
     if (std::fclose(out_) != 0 && failure_.empty())
       failure_ = std::string{"cannot write: "} + std::strerror(errno);

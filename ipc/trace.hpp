@@ -24,8 +24,8 @@ constexpr uint32_t format_version = 1;
 constexpr std::size_t file_header_size = 16;
 constexpr std::size_t record_header_size = 16;
 constexpr std::size_t record_trailer_size = 4; // CRC-32 of record header and payload
-// The largest payload a reader accepts (a store write of a whole default store).
-constexpr uint64_t max_payload_bytes = uint64_t{1} << 32;
+// The largest payload: what the record header's 32-bit length can say.
+constexpr uint64_t max_payload_bytes = UINT32_MAX;
 
 enum class record_type : uint8_t {
   begin = 1,       // the runtime: mode, devices by lane, store size, wire version

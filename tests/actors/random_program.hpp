@@ -23,7 +23,9 @@ inline bool same_bits(const std::vector<float>& x, const std::vector<float>& y) 
   return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
 }
 
-inline program_result run_random_program(runtime& rt, uint32_t seed, int steps) {
+// With `keep`, the tensors live at the end are also appended there (to outlive the runtime).
+inline program_result run_random_program(runtime& rt, uint32_t seed, int steps,
+                                         std::vector<tensor>* keep = nullptr) {
   std::vector<device> places{device::cpu()};
   places.insert(places.end(), rt.devices().begin(), rt.devices().end());
   std::mt19937 rng{seed};
@@ -94,6 +96,8 @@ inline program_result run_random_program(runtime& rt, uint32_t seed, int steps) 
   for (auto& v : pool) {
     r.values.push_back(v.t.to_vector());
     r.reference.push_back(v.ref);
+    if (keep)
+      keep->push_back(v.t);
   }
   return r;
 }
