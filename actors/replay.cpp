@@ -378,7 +378,7 @@ private:
 
   void on(const trace::record&, const trace::live_rec& x) { live_ = x.operands; }
 
-  bool within(float want, float got) const {
+  bool within(float want, float got) {
     if (std::memcmp(&want, &got, sizeof want) == 0)
       return true;
     if (opt_.tolerance <= 0)
@@ -386,7 +386,11 @@ private:
     if (std::isnan(want) || std::isnan(got))
       return std::isnan(want) && std::isnan(got);
     const double scale = std::max(1.0, std::abs(double(want)));
-    return std::abs(double(got) - double(want)) / scale <= opt_.tolerance;
+    const double rel = std::abs(double(got) - double(want)) / scale;
+    if (rel > opt_.tolerance)
+      return false;
+    report_.worst_relative = std::max(report_.worst_relative, rel);
+    return true;
   }
 
   // -- the end ------------------------------------------------------------------------------------

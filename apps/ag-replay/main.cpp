@@ -141,6 +141,9 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(report.messages),
               static_cast<unsigned long long>(report.acks),
               static_cast<unsigned long long>(report.reads), digests.c_str());
+  if (report.worst_relative > 0)
+    std::printf("reads matched within the tolerance; the largest relative difference: %.3g\n",
+                report.worst_relative);
   if (!cfg.digests.empty()) {
     std::ofstream out{cfg.digests};
     out << digests;
