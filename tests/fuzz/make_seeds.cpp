@@ -1,8 +1,10 @@
-// Writes the seed corpora of the wire fuzz targets (tests/fuzz/corpus/): valid messages made with
-// the real encoders, and a few broken ones near the decoders' edges. Run by hand after a change to
-// the wire format: make_seeds OUTDIR writes OUTDIR/pubsub, OUTDIR/pushpull and OUTDIR/startup.
+// Writes the seed corpora of the fuzz targets (tests/fuzz/corpus/): valid messages and traces
+// made with the real encoders, and a few broken ones near the decoders' edges. Run by hand after a
+// change to the wire or trace format: make_seeds OUTDIR writes OUTDIR/pubsub, OUTDIR/pushpull,
+// OUTDIR/startup and OUTDIR/trace.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -10,12 +12,16 @@
 #include <string>
 #include <vector>
 
+#include <boost/crc.hpp>
+
 #include "actorgraph/device.hpp"
 #include "actorgraph/error.hpp"
 #include "graph/op.hpp"
+#include "ipc/trace.hpp"
 #include "ipc/wire.hpp"
 
 namespace fs = std::filesystem;
+namespace trace = ag::trace;
 namespace wire = ag::wire;
 using ag::op_desc;
 using ag::op_kind;
@@ -250,6 +256,214 @@ void startup(corpus& c) {
                                          bytes(good.begin() + 5, good.end())));
 }
 
+// A trace file's bytes, built record by record with the real encoders; times are fixed so that the
+// seeds are the same on every run.
+class trace_bytes {
+public:
+  trace_bytes() : bytes_(trace::file_header()) {}
+
+  trace_bytes& add(const trace::payload& body) {
+    return add_raw(trace::encode_record(body, time()));
+  }
+  trace_bytes& add_raw(const bytes& record) {
+    bytes_.insert(bytes_.end(), record.begin(), record.end());
+    ++records_;
+    return *this;
+  }
+  // The end record, counting the records before it.
+  trace_bytes& end() { return add(trace::end_rec{records_}); }
+
+  uint64_t records() const noexcept { return records_; }
+  const bytes& get() const noexcept { return bytes_; }
+
+private:
+  int64_t time() const noexcept { return 1'000'000'000 + 1000 * static_cast<int64_t>(records_); }
+
+  bytes bytes_;
+  uint64_t records_ = 0;
+};
+
+// Recomputes a record's CRC-32 after its header or payload was changed, so that the decoder gets
+// past the checksum to what was changed.
+bytes reseal(bytes record) {
+  const std::size_t body = record.size() - trace::record_trailer_size;
+  boost::crc_32_type crc;
+  crc.process_bytes(record.data(), body);
+  const uint32_t sum = crc.checksum();
+  std::memcpy(record.data() + body, &sum, sizeof sum);
+  return record;
+}
+
+trace::begin_rec two_lanes(bool process) {
+  trace::begin_rec b;
+  b.process = process;
+  b.lanes = {ag::device::cpu(), ag::device::sim(0)};
+  b.store_bytes = 4096;
+  return b;
+}
+
+trace::ack_rec ack(uint32_t lane, wire::msg_type t, bytes body) {
+  return trace::ack_rec{lane, t, std::move(body)};
+}
+
+template <class T>
+bytes encoded(T x) {
+  return wire::encode(x);
+}
+
+// A thread-mode trace with a record of every kind but startup: the cpu lane's batches go as local
+// records, sim:0's as execute frames.
+trace_bytes thread_trace() {
+  using wire::msg_type;
+  trace_bytes t;
+  t.add(two_lanes(false));
+  t.add(trace::store_write_rec{1, 0, bytes(64, '\x3f')});
+  t.add(trace::local_rec{ag::batch{0, 0,
+                                   {op(op_kind::fill, host(2, 64), {}, {}, 16),
+                                    op(op_kind::add, host(3, 128), host(1, 0), host(2, 64), 16)},
+                                   {2}}});
+  t.add(trace::frame_rec{1, msg_type::hello, {}});
+  const std::vector<op_desc> sim_ops = {op(op_kind::copy, dev(4), host(3, 128), {}, 16),
+                                        op(op_kind::relu, dev(5), dev(4), {}, 16)};
+  t.add(trace::frame_rec{2, msg_type::execute,
+                         encoded(wire::execute_msg{{ag::batch{1, 0, sim_ops, {4}}}})});
+  t.add(ack(1, msg_type::ready, encoded(wire::ready_msg{1, ag::device::sim(0), 4242})));
+  t.add(ack(1, msg_type::received, encoded(wire::received_msg{1, 1})));
+  t.add(ack(1, msg_type::done, encoded(wire::done_msg{1, 2, 128})));
+  t.add(ack(1, msg_type::failed,
+            encoded(wire::failed_msg{1, 1, "sim:0: relu of a released operand"})));
+  t.add(trace::read_rec{3, 128, bytes(64, '\x40')});
+  t.add(trace::live_rec{{{1, 0, 0, 64}, {3, 0, 128, 64}, {5, 1, operand_ref::no_offset, 64}}});
+  t.add(trace::frame_rec{3, msg_type::destroy, {}});
+  return t;
+}
+
+void trace_corpus(corpus& c) {
+  using wire::msg_type;
+  c.write("seed-thread", thread_trace().end().get());
+
+  trace_bytes minimal;
+  minimal.add(two_lanes(false));
+  c.write("seed-minimal", minimal.end().get());
+
+  // Process mode: the child's start-up arguments, then the publisher's frames.
+  trace_bytes process;
+  process.add(two_lanes(true));
+  auto args = typical_args();
+  args.where = ag::device::sim(0);
+  args.lane = 1;
+  args.store_bytes = 4096;
+  process.add(trace::startup_rec{1, args});
+  process.add(trace::frame_rec{1, msg_type::hello, {}});
+  process.add(ack(1, msg_type::ready, encoded(wire::ready_msg{1, ag::device::sim(0), 4243})));
+  const wire::execute_msg every{{ag::batch{1, 0, every_kind(), {10, 11}}}};
+  process.add(trace::frame_rec{2, msg_type::execute, encoded(every)});
+  process.add(ack(1, msg_type::received, encoded(wire::received_msg{1, 1})));
+  process.add(ack(1, msg_type::done, encoded(wire::done_msg{1, 10, 4096})));
+  process.add(trace::live_rec{{}});
+  process.add(trace::frame_rec{3, msg_type::destroy, {}});
+  c.write("seed-process", process.end().get());
+
+  // The begin record's lane count as a two-byte varbyte (0x82 0x00): longer than CAF writes it,
+  // but valid; its re-encoding is shorter than the input. Payload: wire_version u32, process u8,
+  // then the count.
+  {
+    auto rec = trace::encode_record(two_lanes(false), 1'000'000'000);
+    const std::size_t count_at = trace::record_header_size + 5;
+    if (rec[count_at] != 2)
+      throw ag::error("trace seeds: the begin record's layout changed");
+    rec[count_at] = static_cast<char>(0x82);
+    rec.insert(rec.begin() + static_cast<long>(count_at) + 1, 0);
+    const uint32_t length = static_cast<uint32_t>(rec.size() - trace::record_header_size
+                                                  - trace::record_trailer_size);
+    std::memcpy(rec.data() + 4, &length, sizeof length);
+    trace_bytes t;
+    t.add_raw(reseal(rec));
+    c.write("seed-noncanonical-lane-count", t.end().get());
+  }
+
+  const auto whole = thread_trace().end().get();
+  c.write("broken-empty", {});
+  c.write("broken-header-only", trace::file_header());
+  auto bad_magic = whole;
+  bad_magic[0] = 'X';
+  c.write("broken-bad-magic", bad_magic);
+  auto format2 = whole;
+  format2[8] = static_cast<char>(trace::format_version + 1);
+  c.write("broken-format-version-next", format2);
+
+  c.write("broken-missing-end", thread_trace().get());
+  // The store write (the second record) is cut in its payload, or flipped in its operand id so
+  // that the stored CRC no longer matches.
+  const std::size_t store_write_payload =
+    trace::file_header_size + trace::encode_record(two_lanes(false), 0).size()
+    + trace::record_header_size;
+  c.write("broken-truncated-mid-record",
+          bytes(whole.begin(), whole.begin() + static_cast<long>(store_write_payload + 20)));
+  c.write("broken-truncated-in-trailer", without_last(whole));
+  auto bad_crc = whole;
+  bad_crc[store_write_payload + 2] ^= 0x01;
+  c.write("broken-bad-crc", bad_crc);
+
+  auto after_end = thread_trace().end();
+  after_end.add(trace::read_rec{3, 128, bytes(8, 'r')});
+  c.write("broken-record-after-end", after_end.get());
+
+  auto miscount = thread_trace();
+  miscount.add(trace::end_rec{miscount.records() + 1});
+  c.write("broken-end-miscounts", miscount.get());
+
+  trace_bytes no_begin;
+  no_begin.add(trace::read_rec{3, 0, bytes(8, 'r')});
+  c.write("broken-first-not-begin", no_begin.end().get());
+
+  auto unknown = trace::encode_record(trace::end_rec{1}, 0);
+  unknown[0] = 10;
+  trace_bytes unknown_type;
+  unknown_type.add(two_lanes(false)).add_raw(reseal(unknown));
+  c.write("broken-unknown-type", unknown_type.end().get());
+
+  auto reserved = trace::encode_record(trace::frame_rec{1, msg_type::hello, {}}, 0);
+  reserved[2] = 1;
+  trace_bytes reserved_set;
+  reserved_set.add(two_lanes(false)).add_raw(reseal(reserved));
+  c.write("broken-reserved-nonzero", reserved_set.end().get());
+
+  trace_bytes outside;
+  outside.add(two_lanes(false)).add(trace::store_write_rec{1, 4090, bytes(16, 'w')});
+  c.write("broken-store-write-outside", outside.end().get());
+
+  trace_bytes huge_offset;
+  huge_offset.add(two_lanes(false)).add(trace::read_rec{1, ~uint64_t{0} - 4, bytes(16, 'r')});
+  c.write("broken-read-offset-wraps", huge_offset.end().get());
+
+  trace_bytes lane_out;
+  lane_out.add(two_lanes(false))
+    .add(ack(2, msg_type::done, encoded(wire::done_msg{2, 1, 0})));
+  c.write("broken-ack-lane-2", lane_out.end().get());
+
+  const wire::execute_msg lane_7{{ag::batch{7, 0, {op(op_kind::fill, dev(1))}, {}}}};
+  trace_bytes frame_lane_out;
+  frame_lane_out.add(two_lanes(false)).add(trace::frame_rec{1, msg_type::execute, encoded(lane_7)});
+  c.write("broken-execute-lane-7", frame_lane_out.end().get());
+
+  trace_bytes child_frame;
+  child_frame.add(two_lanes(false))
+    .add(trace::frame_rec{1, msg_type::ready, encoded(wire::ready_msg{1, ag::device::sim(0), 1})});
+  c.write("broken-frame-ready", child_frame.end().get());
+
+  auto v_next = two_lanes(false);
+  v_next.wire_version = wire::version + 1;
+  trace_bytes other_wire;
+  other_wire.add(v_next);
+  c.write("broken-wire-version-next", other_wire.end().get());
+
+  auto two_cpus = two_lanes(false);
+  two_cpus.lanes.push_back(ag::device::cpu());
+  trace_bytes second_cpu;
+  second_cpu.add(two_cpus);
+  c.write("broken-second-cpu-lane", second_cpu.end().get());
+}
 } // namespace
 
 int main(int argc, char** argv) {
@@ -265,9 +479,12 @@ int main(int argc, char** argv) {
     pushpull(q);
     corpus s{out / "startup"};
     startup(s);
+    corpus t{out / "trace"};
+    trace_corpus(t);
     p.report();
     q.report();
     s.report();
+    t.report();
   } catch (const std::exception& e) {
     std::cerr << argv[0] << ": " << e.what() << "\n";
     return 1;
