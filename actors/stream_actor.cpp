@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
 
@@ -17,6 +18,10 @@ namespace ag {
 
 namespace {
 
+// Launched but unconfirmed operators after which a stream synchronizes and acknowledges even while
+// more batches wait: acknowledgements free host-store ranges and answer waits.
+constexpr uint64_t max_unconfirmed_ops = 4096;
+
 struct stream_state {
   caf::actor executor;
   uint32_t lane = 0;
@@ -26,11 +31,47 @@ struct stream_state {
   bool failed = false;
   std::shared_ptr<ag::timeline> timeline;
   int pid = 0;
+  // Batches whose operators are launched but not yet confirmed finished: (ops_after, device bytes
+  // live after the batch), acknowledged in order once the stream is synchronized.
+  struct pending_ack {
+    uint64_t ops_after;
+    uint64_t live;
+  };
+  std::vector<pending_ack> pending;
+  uint64_t ops_unconfirmed = 0;
 
   static inline const char* name = "ag.stream";
 };
 
-caf::behavior stream_actor(caf::stateful_actor<stream_state>* self, caf::actor executor,
+using stream_actor_type = caf::stateful_actor<stream_state>;
+
+// Confirms the first `count` pending batches: synchronizes the stream (a no-op on cpu and sim),
+// then acknowledges each. An asynchronous failure fails the last of them.
+void acknowledge(stream_actor_type* self, std::size_t count) {
+  auto& st = self->state;
+  if (count == 0)
+    return;
+  const auto began = timeline::clock::now();
+  if (!st.failed) {
+    try {
+      st.stream->synchronize();
+    } catch (const std::exception& e) {
+      st.failed = true;
+      self->send(st.executor, failed_atom::value, st.lane, st.pending[count - 1].ops_after,
+                 st.dev.str() + ": " + e.what());
+    }
+  }
+  if (st.timeline)
+    st.timeline->span(st.pid, static_cast<int>(st.lane) + 1, "synchronize", "batch", began,
+                      timeline::clock::now(), {{"batches", std::to_string(count), true}});
+  for (std::size_t i = 0; i < count; ++i)
+    self->send(st.executor, done_atom::value, st.lane, st.pending[i].ops_after,
+               st.pending[i].live);
+  st.pending.erase(st.pending.begin(), st.pending.begin() + static_cast<std::ptrdiff_t>(count));
+  st.ops_unconfirmed = 0;
+}
+
+caf::behavior stream_actor(stream_actor_type* self, caf::actor executor,
                            uint32_t lane, device dev, std::byte* store_base,
                            std::size_t store_size, bool pin_store,
                            std::shared_ptr<ag::timeline> tl) {
@@ -58,13 +99,14 @@ caf::behavior stream_actor(caf::stateful_actor<stream_state>* self, caf::actor e
       std::string failure;
       uint64_t failed_at = 0;
       const auto began = timeline::clock::now();
+      const int track = static_cast<int>(st.lane) + 1;
       if (!st.failed) {
         for (std::size_t i = 0; i < b.ops.size() && failure.empty(); ++i) {
           try {
             const auto t0 = st.timeline ? timeline::clock::now() : timeline::clock::time_point{};
             st.runner->run(b.ops[i]);
             if (st.timeline)
-              st.timeline->span(st.pid, static_cast<int>(st.lane) + 1, describe(b.ops[i]), "op", t0,
+              st.timeline->span(st.pid, track, describe(b.ops[i]), "op", t0,
                                 timeline::clock::now(),
                                 {{"index", std::to_string(b.ops_before + i + 1), true}});
           } catch (const std::exception& e) {
@@ -72,30 +114,25 @@ caf::behavior stream_actor(caf::stateful_actor<stream_state>* self, caf::actor e
             failed_at = b.ops_before + i + 1;
           }
         }
-        if (failure.empty()) {
-          try {
-            st.stream->synchronize();
-          } catch (const std::exception& e) {
-            failure = e.what();
-            failed_at = b.ops_after();
-          }
-        }
       }
       for (auto id : b.no_hold)
         st.runner->release(id);
       if (st.timeline)
-        st.timeline->span(st.pid, static_cast<int>(st.lane) + 1, "batch", "batch", began,
-                          timeline::clock::now(),
+        st.timeline->span(st.pid, track, "batch", "batch", began, timeline::clock::now(),
                           {{"operators", std::to_string(b.ops.size()), true},
                            {"released", std::to_string(b.no_hold.size()), true},
                            {"ops_after", std::to_string(b.ops_after()), true}});
+      st.pending.push_back({b.ops_after(), static_cast<uint64_t>(st.runner->live_bytes())});
+      st.ops_unconfirmed += b.ops.size();
       if (!failure.empty()) {
+        acknowledge(self, st.pending.size() - 1); // what ran before the failure
         st.failed = true;
         self->send(st.executor, failed_atom::value, st.lane, failed_at,
                    st.dev.str() + ": " + failure);
+        acknowledge(self, st.pending.size());
+      } else if (self->mailbox().empty() || st.ops_unconfirmed >= max_unconfirmed_ops) {
+        acknowledge(self, st.pending.size());
       }
-      self->send(st.executor, done_atom::value, st.lane, b.ops_after(),
-                 static_cast<uint64_t>(st.runner->live_bytes()));
     },
   };
 }

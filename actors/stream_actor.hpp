@@ -1,14 +1,18 @@
 // stream_actor: one device's runner (the seed's KernelStream + NaiveRunner behind
 // PerDeviceThreadNodeRunner; in process mode the same actor runs inside each child). Runs each
-// batch in order on its kernel stream, releases the batch's no-hold operands, acknowledges.
+// batch in order on its kernel stream (on CUDA: launches it), releases the batch's no-hold
+// operands, and acknowledges once the work is finished: when no further batch waits in its
+// mailbox (or 4096 operators are unconfirmed) it synchronizes the stream and acknowledges every
+// batch since the last synchronize, each with the device bytes live after it. While batches keep
+// arriving, launches go back to back and the GPU never waits for an acknowledgement.
 //
-//   starting --stream created--> ready (sends ready) --execute--> running --ack--> ready
-//       |                                   |  an op fails: failed sent, later ops skipped,
-//       +--stream fails: quits with         |  releases still honoured
-//          device_failed (executor sees     +--exit--> stopped (operands freed, stream closed)
-//          it as a down message)
+//   starting --stream created--> ready (sends ready) --execute--> launched --mailbox empty:
+//       |                                   |                     synchronize, ack--> ready
+//       +--stream fails: quits with         |  an op fails: what ran before is acknowledged,
+//          device_failed (executor sees     |  failed sent, later ops skipped, releases honoured
+//          it as a down message)            +--exit--> stopped (operands freed, stream closed)
 //
-// Spawned detached: a batch blocks its thread for as long as the kernels (or a CUDA sync) take.
+// Spawned detached: a synchronize blocks its thread for as long as the kernels take.
 #pragma once
 
 #include <cstddef>
@@ -27,8 +31,8 @@ class timeline;
 // lane `lane`; host operands are offsets into the store at [store_base, store_base + store_size).
 // With pin_store, a CUDA stream registers the store (cudaHostRegister) so that copies between it
 // and the GPU run at pinned-memory speed. With a timeline, each batch and each operator in it is a
-// span on the track (this process, lane); on CUDA an operator's span is its launch, and the batch's
-// ends after the stream's synchronize.
+// span on the track (this process, lane); on CUDA an operator's span is its launch, and the
+// synchronize before an acknowledgement is a span of its own.
 caf::actor spawn_stream_actor(caf::actor_system& sys, caf::actor report_to, uint32_t lane,
                               device dev, std::byte* store_base, std::size_t store_size,
                               bool pin_store, std::shared_ptr<ag::timeline> timeline = nullptr);

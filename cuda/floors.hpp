@@ -1,0 +1,28 @@
+// The hardware floors that apps/ag-bench compares actorgraph against (docs/BENCHMARKS.md): the
+// same elementwise kernel launched on a raw CUDA stream, host-to-device copies from registered
+// memory, and cuBLAS SGEMM called directly, with none of actorgraph's actors in the way. They live
+// in the library so that they use its CUDA runtime and kernels. Without a CUDA build or a GPU,
+// every one is empty (ag-bench prints n/a).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+
+namespace ag::floors {
+
+struct launch_floor {
+  double back_to_back_us = 0; // per launch, `launches` launches then one synchronize
+  double launch_sync_us = 0;  // median of one launch followed by cudaStreamSynchronize
+};
+
+// add of `elements` floats on GPU `device`.
+std::optional<launch_floor> raw_launch(int device, int launches, std::size_t elements);
+
+// cudaMemcpyAsync of `bytes` from a cudaHostRegister'ed shared mapping to the GPU: median GB/s of
+// `repeats` copies.
+std::optional<double> h2d_registered_gbps(int device, std::size_t bytes, int repeats);
+
+// Row-major n x n SGEMM (full FP32, as actorgraph runs it): TFLOP/s over `repeats` calls.
+std::optional<double> sgemm_tflops(int device, int n, int repeats);
+
+} // namespace ag::floors

@@ -1,0 +1,160 @@
+#include "cuda/floors.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include <sys/mman.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "actorgraph/error.hpp"
+#include "cuda/cublas_loader.hpp"
+#include "cuda/cuda_error.hpp"
+#include "cuda/cuda_kernels.cuh"
+#include "cuda/kernel_stream.hpp"
+
+namespace ag::floors {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double us_since(clock_type::time_point t0) {
+  return std::chrono::duration<double, std::micro>(clock_type::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Device memory, a stream and the device bound, released whatever happens.
+class scope {
+public:
+  explicit scope(int device) {
+    CUDA_TRY(cudaSetDevice(device));
+    CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  ~scope() {
+    for (void* p : buffers_)
+      CUDA_TRY_NOTHROW(cudaFree(p));
+    CUDA_TRY_NOTHROW(cudaStreamDestroy(stream_));
+  }
+  scope(const scope&) = delete;
+  scope& operator=(const scope&) = delete;
+
+  template <class T>
+  T* alloc(std::size_t count) {
+    void* p = nullptr;
+    CUDA_TRY(cudaMalloc(&p, count * sizeof(T)));
+    buffers_.push_back(p);
+    CUDA_TRY(cudaMemsetAsync(p, 0, count * sizeof(T), stream_));
+    return static_cast<T*>(p);
+  }
+
+  cudaStream_t stream() const noexcept { return stream_; }
+  void sync() const { CUDA_TRY(cudaStreamSynchronize(stream_)); }
+
+private:
+  cudaStream_t stream_ = nullptr;
+  std::vector<void*> buffers_;
+};
+
+bool usable(int device) { return device >= 0 && device < cuda_device_count(); }
+
+} // namespace
+
+std::optional<launch_floor> raw_launch(int device, int launches, std::size_t elements) {
+  if (!usable(device))
+    return std::nullopt;
+  scope s{device};
+  auto* a = s.alloc<float>(elements);
+  auto* b = s.alloc<float>(elements);
+  auto* out = s.alloc<float>(elements);
+  for (int i = 0; i < 100; ++i)
+    cuda::binary(op_kind::add, a, b, out, elements, s.stream());
+  s.sync();
+  launch_floor f;
+  auto t0 = clock_type::now();
+  for (int i = 0; i < launches; ++i)
+    cuda::binary(op_kind::add, a, b, out, elements, s.stream());
+  s.sync();
+  f.back_to_back_us = us_since(t0) / launches;
+  std::vector<double> round_trips;
+  const int n = std::max(10, launches / 20);
+  for (int i = 0; i < n; ++i) {
+    t0 = clock_type::now();
+    cuda::binary(op_kind::add, a, b, out, elements, s.stream());
+    s.sync();
+    round_trips.push_back(us_since(t0));
+  }
+  f.launch_sync_us = median(round_trips);
+  return f;
+}
+
+std::optional<double> h2d_registered_gbps(int device, std::size_t bytes, int repeats) {
+  if (!usable(device))
+    return std::nullopt;
+  // A shared mapping, like the tensor store that every child maps.
+  void* host = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (host == MAP_FAILED)
+    throw error("h2d floor: cannot map " + std::to_string(bytes) + " bytes");
+  struct unmap {
+    void* p;
+    std::size_t n;
+    ~unmap() { ::munmap(p, n); }
+  } unmapped{host, bytes};
+  std::fill_n(static_cast<char*>(host), bytes, char{1});
+  scope s{device};
+  CUDA_TRY(cudaHostRegister(host, bytes, cudaHostRegisterPortable));
+  struct unregister {
+    void* p;
+    ~unregister() { CUDA_TRY_NOTHROW(cudaHostUnregister(p)); }
+  } unregistered{host};
+  auto* dst = s.alloc<char>(bytes);
+  CUDA_TRY(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, s.stream()));
+  s.sync();
+  std::vector<double> rates;
+  for (int i = 0; i < repeats; ++i) {
+    const auto t0 = clock_type::now();
+    CUDA_TRY(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, s.stream()));
+    s.sync();
+    rates.push_back(double(bytes) / (us_since(t0) * 1e3));
+  }
+  return median(rates);
+}
+
+std::optional<double> sgemm_tflops(int device, int n, int repeats) {
+  if (!usable(device))
+    return std::nullopt;
+  const auto& api = cublas::get();
+  scope s{device};
+  const auto elems = std::size_t(n) * std::size_t(n);
+  auto* a = s.alloc<float>(elems);
+  auto* b = s.alloc<float>(elems);
+  auto* c = s.alloc<float>(elems);
+  cublasHandle_t h = nullptr;
+  CUBLAS_TRY(api.create(&h));
+  struct destroy {
+    cublasHandle_t h;
+    ~destroy() { CUBLAS_TRY_NOTHROW(cublas::get().destroy(h)); }
+  } destroyed{h};
+  CUBLAS_TRY(api.set_stream(h, s.stream()));
+  CUBLAS_TRY(api.set_math_mode(h, CUBLAS_DEFAULT_MATH));
+  const float one = 1.0f, zero = 0.0f;
+  auto gemm = [&] {
+    CUBLAS_TRY(api.sgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, n, a, n, &zero, c, n));
+  };
+  gemm();
+  s.sync();
+  const auto t0 = clock_type::now();
+  for (int i = 0; i < repeats; ++i)
+    gemm();
+  s.sync();
+  const double seconds = us_since(t0) * 1e-6;
+  return 2.0 * double(n) * n * n * repeats / seconds * 1e-12;
+}
+
+} // namespace ag::floors
