@@ -764,7 +764,7 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
       l.runner = spawn_runner_proxy(sys, std::move(ps));
     } else {
       l.runner = spawn_stream_actor(sys, me, i, devices[i], setup.store_base, setup.store_size,
-                                    false, st.timeline);
+                                    devices[i].type == device::kind::cuda, st.timeline);
     }
     self->monitor(l.runner);
     st.lanes.push_back(std::move(l));

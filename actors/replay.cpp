@@ -137,7 +137,8 @@ private:
                                                              store_bytes_, opt_.timeout,
                                                              opt_.timeout));
       else
-        l.runner = spawn_stream_actor(sys_, me, i, devices[i], store_base_, store_bytes_, false);
+        l.runner = spawn_stream_actor(sys_, me, i, devices[i], store_base_, store_bytes_,
+                                      devices[i].type == device::kind::cuda);
       self_->monitor(l.runner);
       lanes_.push_back(std::move(l));
     }

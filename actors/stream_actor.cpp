@@ -1,7 +1,10 @@
 #include "actors/stream_actor.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -44,6 +47,31 @@ struct stream_state {
 };
 
 using stream_actor_type = caf::stateful_actor<stream_state>;
+
+// When each no-hold operand of a batch can go: (1 + the index of the last operator that uses it,
+// or 0 when none does, id), in that order. Releasing each as soon as its last user has run, not
+// after the whole batch, lets the next operator reuse its memory: a batch of thousands of adds
+// then needs the memory of a few, not of all of them.
+std::vector<std::pair<std::size_t, operand_id>> release_points(const batch& b) {
+  std::vector<std::pair<std::size_t, operand_id>> out;
+  if (b.no_hold.empty())
+    return out;
+  std::unordered_map<operand_id, std::size_t> last;
+  last.reserve(b.no_hold.size());
+  for (auto id : b.no_hold)
+    last.emplace(id, 0);
+  for (std::size_t i = 0; i < b.ops.size(); ++i)
+    for (const auto* ref : {&b.ops[i].a, &b.ops[i].b, &b.ops[i].out})
+      if (ref->id != 0 && !ref->on_host())
+        if (auto it = last.find(ref->id); it != last.end())
+          it->second = i + 1;
+  out.reserve(b.no_hold.size());
+  for (auto id : b.no_hold)
+    out.emplace_back(last[id], id);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  return out;
+}
 
 // Confirms the first `count` pending batches: synchronizes the stream (a no-op on cpu and sim),
 // then acknowledges each. An asynchronous failure fails the last of them.
@@ -100,6 +128,13 @@ caf::behavior stream_actor(stream_actor_type* self, caf::actor executor,
       uint64_t failed_at = 0;
       const auto began = timeline::clock::now();
       const int track = static_cast<int>(st.lane) + 1;
+      const auto releases = release_points(b);
+      std::size_t released = 0;
+      auto release_through = [&](std::size_t op_index) {
+        for (; released < releases.size() && releases[released].first <= op_index; ++released)
+          st.runner->release(releases[released].second);
+      };
+      release_through(0); // operands no operator of this batch uses
       if (!st.failed) {
         for (std::size_t i = 0; i < b.ops.size() && failure.empty(); ++i) {
           try {
@@ -113,10 +148,10 @@ caf::behavior stream_actor(stream_actor_type* self, caf::actor executor,
             failure = e.what();
             failed_at = b.ops_before + i + 1;
           }
+          release_through(i + 1);
         }
       }
-      for (auto id : b.no_hold)
-        st.runner->release(id);
+      release_through(b.ops.size());
       if (st.timeline)
         st.timeline->span(st.pid, track, "batch", "batch", began, timeline::clock::now(),
                           {{"operators", std::to_string(b.ops.size()), true},

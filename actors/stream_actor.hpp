@@ -29,8 +29,8 @@ class timeline;
 
 // Spawns the runner of `dev`, reporting to `report_to` (the executor; in a child, its pusher) as
 // lane `lane`; host operands are offsets into the store at [store_base, store_base + store_size).
-// With pin_store, a CUDA stream registers the store (cudaHostRegister) so that copies between it
-// and the GPU run at pinned-memory speed. With a timeline, each batch and each operator in it is a
+// With pin_store, a CUDA stream registers the store, so that copies between it and the GPU run at
+// pinned-memory speed (each 64 MiB chunk is pinned when a copy first touches it). With a timeline, each batch and each operator in it is a
 // span on the track (this process, lane); on CUDA an operator's span is its launch, and the
 // synchronize before an acknowledgement is a span of its own.
 caf::actor spawn_stream_actor(caf::actor_system& sys, caf::actor report_to, uint32_t lane,

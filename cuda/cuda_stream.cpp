@@ -6,9 +6,12 @@
 // own thread). The constructor binds that thread to the GPU with cudaSetDevice, once, and no method
 // sets it again; doing so per call would cost time on every kernel for a case that does not occur.
 // Only the destructor rebinds, since an actor may be torn down from elsewhere.
+#include <algorithm>
 #include <climits>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -76,6 +79,71 @@ int checked_int(std::size_t v, const char* what, int index) {
   return static_cast<int>(v);
 }
 
+// Host memory is pinned (cudaHostRegister) in chunks, the first time a copy touches a chunk: a
+// runtime's start-up does not wait to pin a store mostly never used, and pins only what copies
+// use. Pinning is per process and mapping, shared by every stream of the process (two GPUs in
+// thread mode share the store): a chunk stays pinned while any stream still uses it, and the last
+// one unpins it, after synchronizing its own stream.
+constexpr std::size_t pin_chunk = std::size_t{64} << 20;
+
+class pinned_chunks {
+public:
+  static pinned_chunks& get() {
+    static pinned_chunks instance;
+    return instance;
+  }
+
+  // Pins [base, base + bytes) unless pinned already; one more user either way.
+  void acquire(std::byte* base, std::size_t bytes) {
+    std::lock_guard<std::mutex> guard{mu_};
+    auto& c = chunks_[base];
+    if (c.users++ > 0)
+      return;
+    const cudaError_t status = cudaHostRegister(base, bytes, cudaHostRegisterPortable);
+    if (status == cudaErrorHostMemoryAlreadyRegistered) { // pinned by someone else: theirs
+      (void)cudaGetLastError();
+      c.owned = false;
+      return;
+    }
+    if (status != cudaSuccess) {
+      chunks_.erase(base);
+      CUDA_TRY(status);
+    }
+    c.owned = true;
+  }
+
+  void release(std::byte* base) noexcept {
+    std::lock_guard<std::mutex> guard{mu_};
+    auto it = chunks_.find(base);
+    if (it == chunks_.end() || --it->second.users > 0)
+      return;
+    if (it->second.owned)
+      CUDA_TRY_NOTHROW(cudaHostUnregister(base));
+    chunks_.erase(it);
+  }
+
+private:
+  struct chunk {
+    int users = 0;
+    bool owned = false;
+  };
+  std::mutex mu_;
+  std::map<std::byte*, chunk> chunks_;
+};
+
+// One host region a stream copies to and from (the tensor store), and the chunks of it this
+// stream has pinned so far.
+struct host_region {
+  std::byte* base = nullptr;
+  std::size_t bytes = 0;
+  std::vector<bool> pinned; // per pin_chunk
+
+  bool contains(const void* p) const noexcept {
+    const auto* b = static_cast<const std::byte*>(p);
+    return b >= base && b < base + bytes;
+  }
+};
+
 class cuda_stream final : public kernel_stream {
 public:
   explicit cuda_stream(int index)
@@ -91,8 +159,8 @@ public:
     if (cudaGetDevice(&current) != cudaSuccess || current != index_)
       CUDA_TRY_NOTHROW(cudaSetDevice(index_));
     CUDA_TRY_NOTHROW(cudaStreamSynchronize(stream_.get()));
-    for (void* base : registered_)
-      CUDA_TRY_NOTHROW(cudaHostUnregister(base));
+    for (auto& r : regions_)
+      unpin(r);
   }
 
   cuda_stream(const cuda_stream&) = delete;
@@ -161,34 +229,34 @@ public:
       std::memcpy(dst, src, bytes);
       return;
     }
+    pin(dst_on_host ? dst : src, bytes);
     // With unified addressing the pointers say where they live; cudaMemcpyDefault lets a
     // mislabelled side still copy correctly rather than fault.
     CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_.get()));
   }
 
+  // Pins nothing yet: copies pin the chunks they touch (pinned_chunks above).
   void register_host(void* base, std::size_t bytes) override {
     if (base == nullptr || bytes == 0)
       return;
-    // Portable: the tensor store is one mapping shared by every GPU stream of the process, and
-    // pinning is per mapping, not per device. The first stream to register owns the pinning; the
-    // others find it registered, which is fine, and leave unregistering to the owner.
-    const cudaError_t status = cudaHostRegister(base, bytes, cudaHostRegisterPortable);
-    if (status == cudaErrorHostMemoryAlreadyRegistered) {
-      (void)cudaGetLastError();
-      return;
-    }
-    CUDA_TRY(status);
-    registered_.push_back(base);
+    for (const auto& r : regions_)
+      if (r.base == base)
+        return;
+    host_region r;
+    r.base = static_cast<std::byte*>(base);
+    r.bytes = bytes;
+    r.pinned.assign((bytes + pin_chunk - 1) / pin_chunk, false);
+    regions_.push_back(std::move(r));
   }
 
   void unregister_host(void* base) noexcept override {
-    for (auto it = registered_.begin(); it != registered_.end(); ++it) {
-      if (*it != base)
+    for (auto it = regions_.begin(); it != regions_.end(); ++it) {
+      if (it->base != base)
         continue;
       // Unpinning under an asynchronous copy would leave it reading unpinned pages.
       CUDA_TRY_NOTHROW(cudaStreamSynchronize(stream_.get()));
-      CUDA_TRY_NOTHROW(cudaHostUnregister(base));
-      registered_.erase(it);
+      unpin(*it);
+      regions_.erase(it);
       return;
     }
   }
@@ -202,7 +270,31 @@ private:
   stream_ptr stream_;
   cublas_ptr cublas_;
   double* sum_scratch_; // from allocator_, which frees it
-  std::vector<void*> registered_; // host ranges this stream pinned and must unpin
+  std::vector<host_region> regions_; // registered host memory, pinned chunk by chunk
+  // Pins the chunks of a registered region that [p, p + bytes) touches, if it lies in one.
+  void pin(const void* p, std::size_t bytes) {
+    for (auto& r : regions_) {
+      if (!r.contains(p))
+        continue;
+      const auto offset = static_cast<std::size_t>(static_cast<const std::byte*>(p) - r.base);
+      const auto last = std::min(offset + bytes, r.bytes) - 1;
+      for (std::size_t c = offset / pin_chunk; c <= last / pin_chunk; ++c) {
+        if (r.pinned[c])
+          continue;
+        const std::size_t at = c * pin_chunk;
+        pinned_chunks::get().acquire(r.base + at, std::min(pin_chunk, r.bytes - at));
+        r.pinned[c] = true;
+      }
+      return;
+    }
+  }
+
+  void unpin(host_region& r) noexcept {
+    for (std::size_t c = 0; c < r.pinned.size(); ++c)
+      if (r.pinned[c])
+        pinned_chunks::get().release(r.base + c * pin_chunk);
+    std::fill(r.pinned.begin(), r.pinned.end(), false);
+  }
 };
 
 } // namespace

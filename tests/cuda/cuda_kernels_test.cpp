@@ -17,6 +17,8 @@
 #include "cuda/cpu_kernels.hpp"
 #include "cuda/kernel_stream.hpp"
 
+#include <cuda_runtime_api.h>
+
 namespace {
 
 const std::vector<std::size_t> sizes = {0, 1, 1000, (std::size_t{1} << 20) + 3};
@@ -265,30 +267,47 @@ TEST_CASE("cuda copies round-trip host to device to host bit for bit", "[cuda]")
   }
 }
 
-TEST_CASE("cuda copies through registered host memory round-trip", "[cuda]") {
+TEST_CASE("cuda copies through registered host memory round-trip, pinning what they touch",
+          "[cuda]") {
   auto s = gpu0();
-  constexpr std::size_t bytes = std::size_t{64} << 20;
+  constexpr std::size_t bytes = std::size_t{256} << 20; // four pinning chunks
   constexpr std::size_t count = bytes / sizeof(float);
   std::unique_ptr<float, decltype(&std::free)> store(
     static_cast<float*>(std::aligned_alloc(4096, bytes)), &std::free);
   REQUIRE(store != nullptr);
+  auto pinned = [](const void* p) {
+    unsigned flags = 0;
+    const bool yes = cudaHostGetFlags(&flags, const_cast<void*>(p)) == cudaSuccess;
+    (void)cudaGetLastError();
+    return yes;
+  };
   s->register_host(store.get(), bytes);
+  CHECK_FALSE(pinned(store.get())); // nothing is pinned before a copy needs it
 
-  // A second stream on the same GPU meets memory that is already pinned: not an error.
+  // A second stream registers the same memory and shares what the first pins.
   auto other = ag::make_cuda_stream(0);
   REQUIRE_NOTHROW(other->register_host(store.get(), bytes));
-  other.reset();
 
-  const auto data = random_floats(count / 2, 11);
-  std::memcpy(store.get(), data.data(), data.size() * sizeof(float));
-  device_buffer d(*s, data.size());
-  // Store -> device, then device -> the store's other half: both sides pinned, fully async.
-  s->copy(d.get(), false, store.get(), true, data.size() * sizeof(float));
-  s->copy(store.get() + count / 2, true, d.get(), false, data.size() * sizeof(float));
+  const std::size_t n = std::size_t{1} << 20; // 4 MiB in the first chunk, 4 MiB in the last
+  const auto data = random_floats(n, 11);
+  std::memcpy(store.get(), data.data(), n * sizeof(float));
+  device_buffer d(*s, n);
+  // Store -> device, then device -> the store's last chunk: both sides pinned, fully async.
+  s->copy(d.get(), false, store.get(), true, n * sizeof(float));
+  s->copy(store.get() + count - n, true, d.get(), false, n * sizeof(float));
   s->synchronize();
-  REQUIRE(std::memcmp(store.get() + count / 2, data.data(), data.size() * sizeof(float)) == 0);
+  REQUIRE(std::memcmp(store.get() + count - n, data.data(), n * sizeof(float)) == 0);
+  CHECK(pinned(store.get()));
+  CHECK(pinned(store.get() + count - n));
+  CHECK_FALSE(pinned(store.get() + count / 2)); // an untouched chunk
 
+  device_buffer d2(*other, n);
+  other->copy(d2.get(), false, store.get(), true, n * sizeof(float));
+  other->synchronize();
   s->unregister_host(store.get());
+  CHECK(pinned(store.get())); // the other stream still uses the chunk
+  other.reset();
+  CHECK_FALSE(pinned(store.get()));
 }
 
 TEST_CASE("the cuda caching allocator reuses freed blocks", "[cuda]") {

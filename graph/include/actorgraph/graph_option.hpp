@@ -22,8 +22,8 @@ struct graph_option {
 
   // Size of the host tensor store (cpu tensors and the host half of every move). Address space is
   // reserved up front; pages are only touched as tensors are written.
-  // In process mode it is a shared-memory object every child maps, and CUDA children pin all of
-  // it (cudaHostRegister), which commits its pages.
+  // In process mode it is a shared-memory object every child maps. CUDA streams pin it
+  // (cudaHostRegister) 64 MiB at a time, as copies first touch each part.
   std::size_t store_bytes = std::size_t{1} << 30;
 
   // Deadline of every wait on the user's thread: sync(), to_vector(), shutdown. A wait that

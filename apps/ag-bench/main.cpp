@@ -1,0 +1,378 @@
+// ag-bench: actorgraph against its hardware floors, measured in one run (docs/BENCHMARKS.md).
+//
+//   ag-bench [--devices=cuda:0|sim:0|cuda:0,cuda:1,...] [--mode=thread|process|both] [--quick]
+//            [--sweep] [--json=FILE]
+//
+// Floors: back-to-back launches of the elementwise add on a raw CUDA stream, and one launch with
+// its synchronize; a raw cppzmq ipc round trip and one-way stream between two processes (the
+// socket pattern of process mode); host-to-device copies from registered memory; cuBLAS SGEMM.
+// actorgraph, in each mode: streamed per-operator time (an add of 4096 floats per call on every
+// device, then one sync), the sync round trip ((a + b).to_vector()), start-up to ready,
+// host-to-device bandwidth of a cpu tensor's .to(device), and matmul TFLOP/s. Every figure is
+// printed with its ratio to its floor. On sim devices the CUDA floors are n/a.
+// --sweep adds per-operator time against the number of operators per sync (the plot in
+// docs/BENCHMARKS.md); --quick makes a run of well under a minute on sim devices.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/config_option_adder.hpp>
+
+#include <actorgraph/actorgraph.hpp>
+
+#include "apps/ag-bench/zmq_floor.hpp"
+#include "cuda/floors.hpp"
+#include "cuda/kernel_stream.hpp"
+
+namespace {
+
+class bench_config : public caf::actor_system_config {
+public:
+  std::string devices;
+  std::string mode = "both";
+  bool quick = false;
+  bool sweep = false;
+  std::string json;
+  std::string zmq_peer; // internal: this program as the peer of the ZMQ floor
+
+  bench_config() {
+    opt_group{custom_options_, "global"}
+      .add(devices, "devices,d", "devices (default: cuda:0 when there is a GPU, else sim:0)")
+      .add(mode, "mode,m", "thread, process or both")
+      .add(quick, "quick,q", "fewer and smaller repetitions (a run of under a minute on sim)")
+      .add(sweep, "sweep", "also per-operator time against operators per sync")
+      .add(json, "json", "write every figure to this file as JSON")
+      .add(zmq_peer, "zmq-peer", "(internal) run as the peer process of the ZMQ floor");
+  }
+};
+
+using clock_type = std::chrono::steady_clock;
+
+double us_since(clock_type::time_point t0) {
+  return std::chrono::duration<double, std::micro>(clock_type::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? NAN : v[v.size() / 2];
+}
+
+struct sizes {
+  int streamed_ops;    // per measurement of the streamed per-op time
+  int round_trips;     // sync round trips
+  int startups;        // runtimes constructed for the start-up figure
+  std::size_t h2d_bytes;
+  int h2d_repeats;
+  int matmul_n;
+  int matmul_repeats;
+  int launches; // of the raw launch floor
+};
+
+constexpr sizes full_sizes{20000, 200, 3, std::size_t{256} << 20, 5, 4096, 5, 20000};
+constexpr sizes quick_sizes{2000, 50, 1, std::size_t{16} << 20, 2, 256, 2, 2000};
+constexpr int64_t elements = 4096; // of every streamed add
+
+struct mode_figures {
+  double startup_ms = NAN;
+  double streamed_us = NAN;  // per step: one add on every device
+  double round_trip_us = NAN;
+  double h2d_gbps = NAN;
+  double matmul_tflops = NAN;
+  std::vector<std::pair<int, double>> sweep; // (ops per sync, us per op)
+};
+
+struct floor_figures {
+  std::optional<ag::floors::launch_floor> launch;
+  std::optional<double> h2d_gbps;
+  std::optional<double> sgemm_tflops;
+  std::optional<ag::bench::zmq_floor> zmq;
+};
+
+// One add on every device per step, `steps` steps, then one sync: microseconds per step.
+double streamed(ag::runtime& rt, const std::vector<ag::tensor>& a, const std::vector<ag::tensor>& b,
+                int steps) {
+  std::vector<ag::tensor> c(a.size());
+  rt.sync();
+  const auto t0 = clock_type::now();
+  for (int i = 0; i < steps; ++i)
+    for (std::size_t d = 0; d < a.size(); ++d)
+      c[d] = a[d] + b[d];
+  rt.sync();
+  return us_since(t0) / steps;
+}
+
+// `per_sync` adds on the first device, then a sync, until about `total` adds: us per add.
+double per_sync(ag::runtime& rt, const ag::tensor& a, const ag::tensor& b, int per_sync_ops,
+                int total) {
+  const int rounds = std::max(1, total / per_sync_ops);
+  ag::tensor c;
+  rt.sync();
+  const auto t0 = clock_type::now();
+  for (int r = 0; r < rounds; ++r) {
+    for (int i = 0; i < per_sync_ops; ++i)
+      c = a + b;
+    rt.sync();
+  }
+  return us_since(t0) / (double(rounds) * per_sync_ops);
+}
+
+mode_figures measure_mode(caf::actor_system& sys, const std::vector<ag::device>& devices,
+                          bool process, const sizes& n, bool sweep) {
+  mode_figures f;
+  ag::graph_option opt;
+  opt.devices = devices;
+  opt.per_device_per_process = process;
+  std::vector<double> startups;
+  for (int i = 1; i < n.startups; ++i) {
+    const auto t0 = clock_type::now();
+    ag::runtime rt{sys, opt};
+    startups.push_back(us_since(t0) / 1e3);
+  }
+  auto t0 = clock_type::now();
+  ag::runtime rt{sys, opt};
+  startups.push_back(us_since(t0) / 1e3);
+  f.startup_ms = median(startups);
+
+  const auto dev0 = devices.front();
+  std::vector<ag::tensor> a, b;
+  for (const auto& d : devices) {
+    a.push_back(rt.full({elements}, 1.5f, d));
+    b.push_back(rt.full({elements}, 2.5f, d));
+  }
+  streamed(rt, a, b, std::max(100, n.streamed_ops / 20)); // warm-up: allocator, first launches
+  f.streamed_us = streamed(rt, a, b, n.streamed_ops);
+
+  std::vector<double> trips;
+  for (int i = 0; i < n.round_trips + 10; ++i) {
+    t0 = clock_type::now();
+    const auto v = (a[0] + b[0]).to_vector();
+    if (i >= 10) // the first ones warm up the copy path
+      trips.push_back(us_since(t0));
+    if (v.size() != std::size_t(elements) || v[0] != 4.0f)
+      throw ag::error("round trip: wrong result");
+  }
+  f.round_trip_us = median(trips);
+
+  {
+    const auto count = int64_t(n.h2d_bytes / sizeof(float));
+    auto host = rt.from_vector({count}, std::vector<float>(std::size_t(count), 0.5f),
+                               ag::device::cpu());
+    rt.sync();
+    std::vector<double> rates;
+    for (int i = 0; i < n.h2d_repeats + 1; ++i) {
+      t0 = clock_type::now();
+      auto on_device = host.to(dev0);
+      rt.sync();
+      if (i > 0) // the first pays for first-touch of device memory
+        rates.push_back(double(n.h2d_bytes) / (us_since(t0) * 1e3));
+    }
+    f.h2d_gbps = median(rates);
+  }
+
+  {
+    const int64_t m = n.matmul_n;
+    auto x = rt.full({m, m}, 0.5f, dev0);
+    auto y = rt.full({m, m}, 0.25f, dev0);
+    auto z = x.matmul(y); // warm-up: loads cuBLAS on a GPU
+    rt.sync();
+    t0 = clock_type::now();
+    for (int i = 0; i < n.matmul_repeats; ++i)
+      z = x.matmul(y);
+    rt.sync();
+    f.matmul_tflops = 2.0 * double(m) * m * m * n.matmul_repeats / (us_since(t0) * 1e-6) * 1e-12;
+  }
+
+  if (sweep)
+    for (int k : {1, 4, 16, 64, 256, 1024, 4096})
+      f.sweep.emplace_back(k, per_sync(rt, a[0], b[0], k, std::max(k, n.streamed_ops / 4)));
+  return f;
+}
+
+floor_figures measure_floors(const std::vector<ag::device>& devices, const std::string& self,
+                             const sizes& n, bool quick) {
+  floor_figures f;
+  const auto& d = devices.front();
+  if (d.type == ag::device::kind::cuda) {
+    f.launch = ag::floors::raw_launch(d.index, n.launches, elements);
+    f.h2d_gbps = ag::floors::h2d_registered_gbps(d.index, n.h2d_bytes, n.h2d_repeats);
+    f.sgemm_tflops = ag::floors::sgemm_tflops(d.index, n.matmul_n, n.matmul_repeats);
+  }
+  f.zmq = ag::bench::measure_zmq_floor(self, quick);
+  return f;
+}
+
+// -- output ----------------------------------------------------------------------------------------
+
+std::string num(double x, int precision = 2) {
+  if (std::isnan(x))
+    return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", precision, x);
+  return buf;
+}
+
+struct row {
+  std::string what;
+  std::string unit;
+  double thread = NAN, process = NAN, floor = NAN;
+  std::string floor_name;
+  bool lower_is_better = true;
+  std::string target; // "process <= 1.25x", ...
+};
+
+double ratio(double x, double floor) { return std::isnan(x) || std::isnan(floor) ? NAN : x / floor; }
+
+void print_table(const std::vector<row>& rows) {
+  std::printf("%-34s %-8s %10s %10s %10s  %-30s %8s %8s  %s\n", "measure", "unit", "thread",
+              "process", "floor", "floor is", "thr/flr", "proc/flr", "target");
+  for (const auto& r : rows)
+    std::printf("%-34s %-8s %10s %10s %10s  %-30s %8s %8s  %s\n", r.what.c_str(), r.unit.c_str(),
+                num(r.thread).c_str(), num(r.process).c_str(), num(r.floor).c_str(),
+                r.floor_name.c_str(), num(ratio(r.thread, r.floor)).c_str(),
+                num(ratio(r.process, r.floor)).c_str(), r.target.c_str());
+}
+
+std::string json_num(double x) { return std::isnan(x) ? "null" : num(x, 4); }
+
+void write_json(const std::string& path, const std::string& devices, bool quick,
+                const std::vector<row>& rows, const std::map<std::string, mode_figures>& modes,
+                const floor_figures& fl) {
+  std::ostringstream o;
+  o << "{\n  \"devices\": \"" << devices << "\",\n  \"quick\": " << (quick ? "true" : "false")
+    << ",\n  \"floors\": {\"launch_us\": " << json_num(fl.launch ? fl.launch->back_to_back_us : NAN)
+    << ", \"launch_sync_us\": " << json_num(fl.launch ? fl.launch->launch_sync_us : NAN)
+    << ", \"h2d_gbps\": " << json_num(fl.h2d_gbps ? *fl.h2d_gbps : NAN)
+    << ", \"sgemm_tflops\": " << json_num(fl.sgemm_tflops ? *fl.sgemm_tflops : NAN)
+    << ", \"zmq_round_trip_us\": " << json_num(fl.zmq ? fl.zmq->round_trip_us : NAN)
+    << ", \"zmq_streamed_us\": " << json_num(fl.zmq ? fl.zmq->streamed_us_per_msg : NAN)
+    << "},\n  \"modes\": {";
+  bool first = true;
+  for (const auto& [name, f] : modes) {
+    o << (first ? "" : ",") << "\n    \"" << name << "\": {\"startup_ms\": "
+      << json_num(f.startup_ms) << ", \"streamed_us\": " << json_num(f.streamed_us)
+      << ", \"round_trip_us\": " << json_num(f.round_trip_us)
+      << ", \"h2d_gbps\": " << json_num(f.h2d_gbps)
+      << ", \"matmul_tflops\": " << json_num(f.matmul_tflops) << ", \"sweep\": [";
+    for (std::size_t i = 0; i < f.sweep.size(); ++i)
+      o << (i ? ", " : "") << "[" << f.sweep[i].first << ", " << json_num(f.sweep[i].second)
+        << "]";
+    o << "]}";
+    first = false;
+  }
+  o << "\n  },\n  \"rows\": [";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    o << (i ? "," : "") << "\n    {\"what\": \"" << r.what << "\", \"unit\": \"" << r.unit
+      << "\", \"thread\": " << json_num(r.thread) << ", \"process\": " << json_num(r.process)
+      << ", \"floor\": " << json_num(r.floor) << ", \"target\": \"" << r.target << "\"}";
+  }
+  o << "\n  ]\n}\n";
+  std::ofstream out{path};
+  out << o.str();
+  if (!out.flush())
+    throw ag::error("--json " + path + ": cannot write");
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  bench_config cfg;
+  if (auto err = cfg.parse(argc, argv)) {
+    std::cerr << "ag-bench: " << caf::to_string(err) << "\n";
+    return 2;
+  }
+  if (cfg.cli_helptext_printed)
+    return 0;
+  if (!cfg.zmq_peer.empty())
+    return ag::bench::zmq_peer_main(cfg.zmq_peer);
+  if (cfg.mode != "thread" && cfg.mode != "process" && cfg.mode != "both") {
+    std::cerr << "ag-bench: --mode=" << cfg.mode << ": expected thread, process or both\n";
+    return 2;
+  }
+  try {
+    std::vector<ag::device> devices;
+    if (cfg.devices.empty())
+      devices = {ag::cuda_device_count() > 0 ? ag::device::cuda(0) : ag::device::sim(0)};
+    else
+      devices = ag::parse_devices(cfg.devices);
+    if (devices.empty() || std::any_of(devices.begin(), devices.end(),
+                                       [](const ag::device& d) { return d.is_cpu(); }))
+      throw ag::error("--devices: name the devices to measure (cuda:N or sim:N), not cpu");
+    const sizes& n = cfg.quick ? quick_sizes : full_sizes;
+    const std::string self = "/proc/self/exe";
+    std::printf("ag-bench: devices %s%s\n", ag::to_string(devices).c_str(),
+                cfg.quick ? " (quick)" : "");
+    std::fflush(stdout);
+    const auto floors = measure_floors(devices, self, n, cfg.quick);
+    std::map<std::string, mode_figures> modes;
+    {
+      caf::actor_system sys{cfg};
+      for (const bool process : {false, true}) {
+        const std::string name = process ? "process" : "thread";
+        if (cfg.mode == "both" || cfg.mode == name)
+          modes[name] = measure_mode(sys, devices, process, n, cfg.sweep);
+      }
+    }
+    auto get = [&](const char* mode, double mode_figures::*field) {
+      auto it = modes.find(mode);
+      return it == modes.end() ? NAN : it->second.*field;
+    };
+    const double launch = floors.launch ? floors.launch->back_to_back_us : NAN;
+    const double launch_sync = floors.launch ? floors.launch->launch_sync_us : NAN;
+    const double zmq_rt = floors.zmq ? floors.zmq->round_trip_us : NAN;
+    const std::string k = std::to_string(devices.size());
+    std::vector<row> rows{
+      {"streamed per step (" + k + " device" + (devices.size() > 1 ? "s" : "") + ")", "us",
+       get("thread", &mode_figures::streamed_us), get("process", &mode_figures::streamed_us),
+       launch, "raw launch, back to back", true, "thread <= 1.15, process <= 1.25"},
+      {"sync round trip", "us", get("thread", &mode_figures::round_trip_us),
+       get("process", &mode_figures::round_trip_us), zmq_rt + launch_sync,
+       "zmq ipc round trip + launch+sync", true, "process <= 1.0"},
+      {"start-up to ready", "ms", get("thread", &mode_figures::startup_ms),
+       get("process", &mode_figures::startup_ms), 1000.0, "the 1 s target", true,
+       "<= 1.0 with one GPU"},
+      {"host-to-device, cpu tensor .to()", "GB/s", get("thread", &mode_figures::h2d_gbps),
+       get("process", &mode_figures::h2d_gbps), floors.h2d_gbps ? *floors.h2d_gbps : NAN,
+       "cudaMemcpy from registered", false, ">= 0.9"},
+      {"matmul " + std::to_string(n.matmul_n) + "^2", "TFLOP/s",
+       get("thread", &mode_figures::matmul_tflops), get("process", &mode_figures::matmul_tflops),
+       floors.sgemm_tflops ? *floors.sgemm_tflops : NAN, "cuBLAS SGEMM direct", false,
+       ">= 0.95"},
+    };
+    std::printf("floors: launch %s us back to back, %s us with sync; zmq ipc round trip %s us, "
+                "streamed %s us/msg\n\n",
+                num(launch).c_str(), num(launch_sync).c_str(), num(zmq_rt).c_str(),
+                num(floors.zmq ? floors.zmq->streamed_us_per_msg : NAN, 3).c_str());
+    print_table(rows);
+    if (cfg.sweep) {
+      std::printf("\nper-operator time (us) against operators per sync, on %s:\n%10s",
+                  devices.front().str().c_str(), "ops/sync");
+      for (const auto& [name, f] : modes)
+        std::printf(" %10s", name.c_str());
+      std::printf("\n");
+      const auto& any = modes.begin()->second.sweep;
+      for (std::size_t i = 0; i < any.size(); ++i) {
+        std::printf("%10d", any[i].first);
+        for (const auto& [name, f] : modes)
+          std::printf(" %10s", num(f.sweep[i].second).c_str());
+        std::printf("\n");
+      }
+    }
+    if (!cfg.json.empty())
+      write_json(cfg.json, ag::to_string(devices), cfg.quick, rows, modes, floors);
+  } catch (const std::exception& e) {
+    std::cerr << "ag-bench: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/python3
+"""Draws docs/benchmarks.png from ag-bench --sweep --json runs (docs/BENCHMARKS.md).
+
+    /usr/bin/python3 apps/ag-bench/plot.py OUT.png RUN.json [RUN.json ...]
+
+Left: per-operator time against operators per sync, for each mode of each run, with the raw
+launch floor. Right: streamed time per step (one add on every device) against the number of
+devices, for each mode, with the one-device figure as a dashed reference.
+Needs matplotlib (Debian: python3-matplotlib).
+"""
+import json
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def main(argv):
+    if len(argv) < 3:
+        sys.exit(__doc__)
+    out, paths = argv[1], argv[2:]
+    runs = [json.load(open(p)) for p in paths]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
+
+    floor = None
+    for run in runs:
+        n = len(run["devices"].split(","))
+        for mode, figures in sorted(run["modes"].items()):
+            sweep = [(k, us) for k, us in figures.get("sweep", []) if us is not None]
+            if not sweep:
+                continue
+            xs, ys = zip(*sweep)
+            left.plot(xs, ys, marker="o", label=f"{mode} mode, {run['devices']}",
+                      linestyle="-" if n == 1 else ":")
+        floor = floor or run["floors"].get("launch_us")
+    if floor:
+        left.axhline(floor, color="black", linestyle="--", linewidth=1,
+                     label=f"raw launch floor ({floor:.2f} us)")
+    left.set_xscale("log", base=2)
+    left.set_yscale("log")
+    left.set_xlabel("operators per sync")
+    left.set_ylabel("time per operator (us)")
+    left.set_title("per-operator time against operators per sync")
+    left.grid(True, which="both", alpha=0.3)
+    left.legend(fontsize=8)
+
+    by_mode = {}
+    for run in runs:
+        n = len(run["devices"].split(","))
+        for mode, figures in run["modes"].items():
+            if figures.get("streamed_us") is not None:
+                by_mode.setdefault(mode, []).append((n, figures["streamed_us"]))
+    for mode, points in sorted(by_mode.items()):
+        points.sort()
+        xs, ys = zip(*points)
+        line, = right.plot(xs, ys, marker="o", label=f"{mode} mode")
+        right.axhline(points[0][1], color=line.get_color(), linestyle="--", linewidth=0.8)
+    if floor:
+        right.axhline(floor, color="black", linestyle="--", linewidth=1, label="raw launch floor")
+    right.set_xlabel("devices (one add on each per step)")
+    right.set_ylabel("streamed time per step (us)")
+    right.set_title("broadcast: time per step against devices")
+    right.set_xticks(sorted({n for pts in by_mode.values() for n, _ in pts}))
+    right.set_ylim(bottom=0)
+    right.grid(True, alpha=0.3)
+    right.legend(fontsize=8)
+
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
