@@ -229,10 +229,19 @@ public:
       std::memcpy(dst, src, bytes);
       return;
     }
-    pin(dst_on_host ? dst : src, bytes);
-    // With unified addressing the pointers say where they live; cudaMemcpyDefault lets a
-    // mislabelled side still copy correctly rather than fault.
-    CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_.get()));
+    // One copy per pinned chunk it touches: CUDA looks a registered pointer up by the range it
+    // was registered with, and refuses a copy that runs past its end into the next chunk.
+    const void* host = dst_on_host ? dst : src;
+    std::size_t done = 0;
+    while (done < bytes) {
+      const std::size_t n = pin(static_cast<const std::byte*>(host) + done, bytes - done);
+      // With unified addressing the pointers say where they live; cudaMemcpyDefault lets a
+      // mislabelled side still copy correctly rather than fault.
+      CUDA_TRY(cudaMemcpyAsync(static_cast<std::byte*>(dst) + done,
+                               static_cast<const std::byte*>(src) + done, n, cudaMemcpyDefault,
+                               stream_.get()));
+      done += n;
+    }
   }
 
   // Pins nothing yet: copies pin the chunks they touch (pinned_chunks above).
@@ -271,22 +280,24 @@ private:
   cublas_ptr cublas_;
   double* sum_scratch_; // from allocator_, which frees it
   std::vector<host_region> regions_; // registered host memory, pinned chunk by chunk
-  // Pins the chunks of a registered region that [p, p + bytes) touches, if it lies in one.
-  void pin(const void* p, std::size_t bytes) {
+  // For a copy from or to host memory at p of `bytes`: pins the chunk of a registered region that
+  // p lies in, and returns how many of the bytes lie in that chunk (all of them when p lies in no
+  // region).
+  std::size_t pin(const void* p, std::size_t bytes) {
     for (auto& r : regions_) {
       if (!r.contains(p))
         continue;
       const auto offset = static_cast<std::size_t>(static_cast<const std::byte*>(p) - r.base);
-      const auto last = std::min(offset + bytes, r.bytes) - 1;
-      for (std::size_t c = offset / pin_chunk; c <= last / pin_chunk; ++c) {
-        if (r.pinned[c])
-          continue;
-        const std::size_t at = c * pin_chunk;
-        pinned_chunks::get().acquire(r.base + at, std::min(pin_chunk, r.bytes - at));
+      const std::size_t c = offset / pin_chunk;
+      const std::size_t at = c * pin_chunk;
+      const std::size_t chunk_bytes = std::min(pin_chunk, r.bytes - at);
+      if (!r.pinned[c]) {
+        pinned_chunks::get().acquire(r.base + at, chunk_bytes);
         r.pinned[c] = true;
       }
-      return;
+      return std::min(bytes, at + chunk_bytes - offset);
     }
+    return bytes;
   }
 
   void unpin(host_region& r) noexcept {

@@ -11,15 +11,16 @@
 namespace ag::floors {
 
 struct launch_floor {
-  double back_to_back_us = 0; // per launch, `launches` launches then one synchronize
+  double back_to_back_us = 0; // per launch, `launches` launches then one synchronize (best of
+                              // three, after a quarter of a second that wakes the GPU's clocks)
   double launch_sync_us = 0;  // median of one launch followed by cudaStreamSynchronize
 };
 
 // add of `elements` floats on GPU `device`.
 std::optional<launch_floor> raw_launch(int device, int launches, std::size_t elements);
 
-// cudaMemcpyAsync of `bytes` from a cudaHostRegister'ed shared mapping to the GPU: median GB/s of
-// `repeats` copies.
+// cudaMemcpyAsync of `bytes` from a cudaHostRegister'ed POSIX shared-memory mapping (the kind of
+// memory the tensor store is in process mode) to the GPU: median GB/s of `repeats` copies.
 std::optional<double> h2d_registered_gbps(int device, std::size_t bytes, int repeats);
 
 // Row-major n x n SGEMM (full FP32, as actorgraph runs it): TFLOP/s over `repeats` calls.

@@ -22,6 +22,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <caf/actor_system.hpp>
@@ -43,6 +44,7 @@ public:
   bool quick = false;
   bool sweep = false;
   std::string json;
+  std::string timeline;
   std::string zmq_peer; // internal: this program as the peer of the ZMQ floor
 
   bench_config() {
@@ -52,6 +54,7 @@ public:
       .add(quick, "quick,q", "fewer and smaller repetitions (a run of under a minute on sim)")
       .add(sweep, "sweep", "also per-operator time against operators per sync")
       .add(json, "json", "write every figure to this file as JSON")
+      .add(timeline, "timeline", "write each mode's timeline to FILE.MODE.json (slows it down)")
       .add(zmq_peer, "zmq-peer", "(internal) run as the peer process of the ZMQ floor");
   }
 };
@@ -78,13 +81,14 @@ struct sizes {
   int launches; // of the raw launch floor
 };
 
-constexpr sizes full_sizes{20000, 200, 3, std::size_t{256} << 20, 5, 4096, 5, 20000};
+constexpr sizes full_sizes{20000, 200, 3, std::size_t{256} << 20, 9, 4096, 20, 20000};
 constexpr sizes quick_sizes{2000, 50, 1, std::size_t{16} << 20, 2, 256, 2, 2000};
 constexpr int64_t elements = 4096; // of every streamed add
 
 struct mode_figures {
   double startup_ms = NAN;
   double streamed_us = NAN;  // per step: one add on every device
+  double submit_us = NAN;    // of which the user's thread spent submitting
   double round_trip_us = NAN;
   double h2d_gbps = NAN;
   double matmul_tflops = NAN;
@@ -98,17 +102,19 @@ struct floor_figures {
   std::optional<ag::bench::zmq_floor> zmq;
 };
 
-// One add on every device per step, `steps` steps, then one sync: microseconds per step.
-double streamed(ag::runtime& rt, const std::vector<ag::tensor>& a, const std::vector<ag::tensor>& b,
-                int steps) {
+// One add on every device per step, `steps` steps, then one sync: microseconds per step, and of
+// them the time the user's thread took to submit (until the last add returned).
+std::pair<double, double> streamed(ag::runtime& rt, const std::vector<ag::tensor>& a,
+                                   const std::vector<ag::tensor>& b, int steps) {
   std::vector<ag::tensor> c(a.size());
   rt.sync();
   const auto t0 = clock_type::now();
   for (int i = 0; i < steps; ++i)
     for (std::size_t d = 0; d < a.size(); ++d)
       c[d] = a[d] + b[d];
+  const double submitted = us_since(t0);
   rt.sync();
-  return us_since(t0) / steps;
+  return {us_since(t0) / steps, submitted / steps};
 }
 
 // `per_sync` adds on the first device, then a sync, until about `total` adds: us per add.
@@ -127,7 +133,7 @@ double per_sync(ag::runtime& rt, const ag::tensor& a, const ag::tensor& b, int p
 }
 
 mode_figures measure_mode(caf::actor_system& sys, const std::vector<ag::device>& devices,
-                          bool process, const sizes& n, bool sweep) {
+                          bool process, const sizes& n, bool sweep, const std::string& timeline) {
   mode_figures f;
   ag::graph_option opt;
   opt.devices = devices;
@@ -138,6 +144,8 @@ mode_figures measure_mode(caf::actor_system& sys, const std::vector<ag::device>&
     ag::runtime rt{sys, opt};
     startups.push_back(us_since(t0) / 1e3);
   }
+  if (!timeline.empty())
+    opt.timeline_path = timeline + (process ? ".process.json" : ".thread.json");
   auto t0 = clock_type::now();
   ag::runtime rt{sys, opt};
   startups.push_back(us_since(t0) / 1e3);
@@ -150,7 +158,7 @@ mode_figures measure_mode(caf::actor_system& sys, const std::vector<ag::device>&
     b.push_back(rt.full({elements}, 2.5f, d));
   }
   streamed(rt, a, b, std::max(100, n.streamed_ops / 20)); // warm-up: allocator, first launches
-  f.streamed_us = streamed(rt, a, b, n.streamed_ops);
+  std::tie(f.streamed_us, f.submit_us) = streamed(rt, a, b, n.streamed_ops);
 
   std::vector<double> trips;
   for (int i = 0; i < n.round_trips + 10; ++i) {
@@ -260,6 +268,7 @@ void write_json(const std::string& path, const std::string& devices, bool quick,
   for (const auto& [name, f] : modes) {
     o << (first ? "" : ",") << "\n    \"" << name << "\": {\"startup_ms\": "
       << json_num(f.startup_ms) << ", \"streamed_us\": " << json_num(f.streamed_us)
+      << ", \"submit_us\": " << json_num(f.submit_us)
       << ", \"round_trip_us\": " << json_num(f.round_trip_us)
       << ", \"h2d_gbps\": " << json_num(f.h2d_gbps)
       << ", \"matmul_tflops\": " << json_num(f.matmul_tflops) << ", \"sweep\": [";
@@ -320,7 +329,7 @@ int main(int argc, char** argv) {
       for (const bool process : {false, true}) {
         const std::string name = process ? "process" : "thread";
         if (cfg.mode == "both" || cfg.mode == name)
-          modes[name] = measure_mode(sys, devices, process, n, cfg.sweep);
+          modes[name] = measure_mode(sys, devices, process, n, cfg.sweep, cfg.timeline);
       }
     }
     auto get = [&](const char* mode, double mode_figures::*field) {
@@ -335,6 +344,8 @@ int main(int argc, char** argv) {
       {"streamed per step (" + k + " device" + (devices.size() > 1 ? "s" : "") + ")", "us",
        get("thread", &mode_figures::streamed_us), get("process", &mode_figures::streamed_us),
        launch, "raw launch, back to back", true, "thread <= 1.15, process <= 1.25"},
+      {"  of it, the user's thread submitting", "us", get("thread", &mode_figures::submit_us),
+       get("process", &mode_figures::submit_us), NAN, "", true, ""},
       {"sync round trip", "us", get("thread", &mode_figures::round_trip_us),
        get("process", &mode_figures::round_trip_us), zmq_rt + launch_sync,
        "zmq ipc round trip + launch+sync", true, "process <= 1.0"},
@@ -343,7 +354,7 @@ int main(int argc, char** argv) {
        "<= 1.0 with one GPU"},
       {"host-to-device, cpu tensor .to()", "GB/s", get("thread", &mode_figures::h2d_gbps),
        get("process", &mode_figures::h2d_gbps), floors.h2d_gbps ? *floors.h2d_gbps : NAN,
-       "cudaMemcpy from registered", false, ">= 0.9"},
+       "cudaMemcpy, registered shm", false, ">= 0.9"},
       {"matmul " + std::to_string(n.matmul_n) + "^2", "TFLOP/s",
        get("thread", &mode_figures::matmul_tflops), get("process", &mode_figures::matmul_tflops),
        floors.sgemm_tflops ? *floors.sgemm_tflops : NAN, "cuBLAS SGEMM direct", false,

@@ -3,8 +3,8 @@
 
     /usr/bin/python3 apps/ag-bench/plot.py OUT.png RUN.json [RUN.json ...]
 
-Left: per-operator time against operators per sync, for each mode of each run, with the raw
-launch floor. Right: streamed time per step (one add on every device) against the number of
+Left: per-operator time against operators per sync, for each mode of each one-device run, with
+the raw launch floor. Right: streamed time per step (one add on every device) against the number of
 devices, for each mode, with the one-device figure as a dashed reference.
 Needs matplotlib (Debian: python3-matplotlib).
 """
@@ -26,15 +26,15 @@ def main(argv):
 
     floor = None
     for run in runs:
-        n = len(run["devices"].split(","))
+        floor = floor or run["floors"].get("launch_us")
+        if len(run["devices"].split(",")) != 1:
+            continue  # the sweep runs on the first device only
         for mode, figures in sorted(run["modes"].items()):
             sweep = [(k, us) for k, us in figures.get("sweep", []) if us is not None]
             if not sweep:
                 continue
             xs, ys = zip(*sweep)
-            left.plot(xs, ys, marker="o", label=f"{mode} mode, {run['devices']}",
-                      linestyle="-" if n == 1 else ":")
-        floor = floor or run["floors"].get("launch_us")
+            left.plot(xs, ys, marker="o", label=f"{mode} mode, {run['devices']}")
     if floor:
         left.axhline(floor, color="black", linestyle="--", linewidth=1,
                      label=f"raw launch floor ({floor:.2f} us)")
