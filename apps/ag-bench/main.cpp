@@ -25,7 +25,6 @@
 #include <tuple>
 #include <vector>
 
-#include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/config_option_adder.hpp>
 
@@ -132,7 +131,9 @@ double per_sync(ag::runtime& rt, const ag::tensor& a, const ag::tensor& b, int p
   return us_since(t0) / (double(rounds) * per_sync_ops);
 }
 
-mode_figures measure_mode(caf::actor_system& sys, const std::vector<ag::device>& devices,
+// Each runtime owns its actor system, as `ag::runtime rt{opt}` in an application does: two
+// scheduler threads at most, every actor detached (docs/BENCHMARKS.md, on borrowed systems).
+mode_figures measure_mode(const std::vector<ag::device>& devices,
                           bool process, const sizes& n, bool sweep, const std::string& timeline) {
   mode_figures f;
   ag::graph_option opt;
@@ -141,13 +142,13 @@ mode_figures measure_mode(caf::actor_system& sys, const std::vector<ag::device>&
   std::vector<double> startups;
   for (int i = 1; i < n.startups; ++i) {
     const auto t0 = clock_type::now();
-    ag::runtime rt{sys, opt};
+    ag::runtime rt{opt};
     startups.push_back(us_since(t0) / 1e3);
   }
   if (!timeline.empty())
     opt.timeline_path = timeline + (process ? ".process.json" : ".thread.json");
   auto t0 = clock_type::now();
-  ag::runtime rt{sys, opt};
+  ag::runtime rt{opt};
   startups.push_back(us_since(t0) / 1e3);
   f.startup_ms = median(startups);
 
@@ -324,13 +325,10 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     const auto floors = measure_floors(devices, self, n, cfg.quick);
     std::map<std::string, mode_figures> modes;
-    {
-      caf::actor_system sys{cfg};
-      for (const bool process : {false, true}) {
-        const std::string name = process ? "process" : "thread";
-        if (cfg.mode == "both" || cfg.mode == name)
-          modes[name] = measure_mode(sys, devices, process, n, cfg.sweep, cfg.timeline);
-      }
+    for (const bool process : {false, true}) {
+      const std::string name = process ? "process" : "thread";
+      if (cfg.mode == "both" || cfg.mode == name)
+        modes[name] = measure_mode(devices, process, n, cfg.sweep, cfg.timeline);
     }
     auto get = [&](const char* mode, double mode_figures::*field) {
       auto it = modes.find(mode);

@@ -299,11 +299,18 @@ TEST_CASE("cuda copies through registered host memory round-trip, pinning what t
   REQUIRE(std::memcmp(store.get() + count - n, data.data(), n * sizeof(float)) == 0);
   CHECK(pinned(store.get()));
   CHECK(pinned(store.get() + count - n));
-  CHECK_FALSE(pinned(store.get() + count / 2)); // an untouched chunk
+  CHECK_FALSE(pinned(store.get() + count / 2 + n)); // an untouched chunk (for now)
 
-  device_buffer d2(*other, n);
-  other->copy(d2.get(), false, store.get(), true, n * sizeof(float));
-  other->synchronize();
+  // A copy across a chunk boundary: two chunks, each pinned on its own.
+  const std::size_t middle = count / 4 - n / 2;
+  std::memcpy(store.get() + middle, data.data(), n * sizeof(float));
+  {
+    device_buffer d2(*other, n); // freed before its stream goes
+    other->copy(d2.get(), false, store.get() + middle, true, n * sizeof(float));
+    other->copy(store.get() + count / 2, true, d2.get(), false, n * sizeof(float));
+    other->synchronize();
+  }
+  REQUIRE(std::memcmp(store.get() + count / 2, data.data(), n * sizeof(float)) == 0);
   s->unregister_host(store.get());
   CHECK(pinned(store.get())); // the other stream still uses the chunk
   other.reset();
