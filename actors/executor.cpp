@@ -5,6 +5,7 @@
 #include <deque>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -237,12 +238,13 @@ public:
     }
   }
 
-  // Appends an operator to a lane's queue; returns its index there.
-  uint64_t enqueue(uint32_t l, const op_desc& op, std::vector<dependency> deps = {}) {
+  // Appends an operator to a lane's queue; returns its index there. deps: the writers of its
+  // inputs; only those on other lanes are kept (and only moves have any).
+  uint64_t enqueue(uint32_t l, const op_desc& op, std::initializer_list<dependency> deps = {}) {
     auto& ln = st_.lanes[l];
     entry e;
     e.op = op;
-    for (auto& d : deps)
+    for (const auto& d : deps)
       if (d.lane != l && d.index > 0)
         e.deps.push_back(d);
     ln.queue.push_back(std::move(e));
@@ -383,13 +385,14 @@ public:
     op.k = req.k;
     op.n = req.n;
     op.scalar = req.scalar;
-    std::vector<dependency> deps;
-    for (auto [id, ref] : {std::pair{req.a, &op.a}, std::pair{req.b, &op.b}}) {
+    dependency deps[2]; // the writers of a and b (index 0: nothing to wait for)
+    for (auto [id, ref, dep] :
+         {std::tuple{req.a, &op.a, &deps[0]}, std::tuple{req.b, &op.b, &deps[1]}}) {
       if (id == 0)
         continue;
       const auto& rec = st_.tensors.at(id);
       *ref = {id, rec.offset};
-      deps.push_back(rec.writer);
+      *dep = rec.writer;
     }
     const uint64_t out_elems = req.kind == op_kind::sum      ? 1
                                : req.kind == op_kind::matmul ? req.m * req.n
@@ -402,7 +405,7 @@ public:
         return taint(req.out, store_full(bytes, op_name(req)));
       op.out.offset = *off;
     }
-    const uint64_t index = enqueue(l, op, std::move(deps));
+    const uint64_t index = enqueue(l, op, {deps[0], deps[1]});
     st_.tensors[req.out] = placed(l, op.out.offset, bytes, {l, index});
   }
 
@@ -486,6 +489,7 @@ public:
       batch b;
       b.lane = l;
       b.ops_before = ln.sent;
+      b.ops.reserve(ln.queue.size());
       while (!ln.queue.empty()) {
         auto& e = ln.queue.front();
         bool ok = true;
@@ -795,6 +799,7 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
       x.release(id);
       x.schedule_flush();
     },
+
     [=](flush_atom) {
       self->state.flush_scheduled = false;
       executor_logic x{self};
