@@ -489,7 +489,6 @@ public:
       batch b;
       b.lane = l;
       b.ops_before = ln.sent;
-      b.ops.reserve(ln.queue.size());
       while (!ln.queue.empty()) {
         auto& e = ln.queue.front();
         bool ok = true;

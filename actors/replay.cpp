@@ -82,14 +82,16 @@ public:
       std::copy(opt.devices.begin(), opt.devices.end(), devices.begin() + 1);
     }
     // The operands held at the end are copied behind the recorded store to be digested.
+    // The reader bounds the store and each live operand by trace::max_store_bytes, and the sum is
+    // checked as it grows, so none of this wraps.
     scratch_base_ = round_up(t.begin.store_bytes);
-    uint64_t scratch = 0;
+    uint64_t store_bytes = scratch_base_;
     for (const auto& r : t.records)
       if (auto* live = std::get_if<trace::live_rec>(&r.body))
         for (const auto& o : live->operands)
-          if (o.lane != 0)
-            scratch += round_up(o.bytes);
-    const uint64_t store_bytes = scratch_base_ + scratch;
+          if (o.lane != 0 && (store_bytes += round_up(o.bytes)) > trace::max_store_bytes)
+            throw error("the trace's store and live device operands need more than "
+                        + std::to_string(trace::max_store_bytes) + " bytes");
     if (opt.process) {
       env_.emplace(store_bytes, devices.size() - 1, opt.runner_path);
       store_base_ = env_->store().base();
@@ -98,7 +100,12 @@ public:
       store_base_ = local_store_.base();
     }
     store_bytes_ = store_bytes;
-    start(devices);
+    try {
+      start(devices);
+    } catch (...) {
+      stop(); // the runners that did start, before the store and directory go
+      throw;
+    }
   }
 
   ~replayer() { stop(); }

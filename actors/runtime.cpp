@@ -59,16 +59,17 @@ public:
     devices_ = resolve_devices(opt_.devices);
     executor_setup setup;
     setup.devices = devices_;
-    if (!opt_.trace_path.empty())
-      setup.trace = trace_ = std::make_shared<trace::writer>(opt_.trace_path);
-    if (!opt_.timeline_path.empty())
-      setup.timeline = timeline_ = std::make_shared<timeline>();
     if (opt_.per_device_per_process) {
       env_.emplace(opt_.store_bytes, devices_.size(), opt_.runner_path);
       setup.process = env_->setup();
     } else {
       store_ = tensor_store::anonymous(opt_.store_bytes);
     }
+    // Once nothing above can fail: a runtime that could not be set up leaves no trace file.
+    if (!opt_.trace_path.empty())
+      setup.trace = trace_ = std::make_shared<trace::writer>(opt_.trace_path);
+    if (!opt_.timeline_path.empty())
+      setup.timeline = timeline_ = std::make_shared<timeline>();
     setup.start_timeout = opt_.start_timeout;
     setup.wait_timeout = opt_.wait_timeout;
     setup.max_queued_bytes = opt_.max_queued_bytes;
@@ -178,12 +179,19 @@ private:
         std::cerr << "actorgraph: " << why << '\n';
     if (!timeline_)
       return;
-    try {
-      if (opt_.per_device_per_process)
-        for (std::size_t lane = 1; lane <= devices_.size(); ++lane)
+    if (opt_.per_device_per_process)
+      for (std::size_t lane = 1; lane <= devices_.size(); ++lane) {
+        const auto& dev = devices_[lane - 1];
+        try { // a part that cannot be merged costs its own events, not the timeline
           if (!timeline_->merge_part(env_->timeline_part_prefix() + std::to_string(lane)))
-            std::cerr << "actorgraph: timeline: " << devices_[lane - 1].str()
+            std::cerr << "actorgraph: timeline: " << dev.str()
                       << " left no events (its child did not exit in order)\n";
+        } catch (const std::exception& e) {
+          std::cerr << "actorgraph: timeline: the events of " << dev.str()
+                    << " are left out: " << e.what() << '\n';
+        }
+      }
+    try {
       timeline_->write(opt_.timeline_path);
     } catch (const std::exception& e) {
       std::cerr << "actorgraph: " << e.what() << '\n';

@@ -74,10 +74,12 @@ std::vector<std::pair<std::size_t, operand_id>> release_points(const batch& b) {
 }
 
 // Confirms the first `count` pending batches: synchronizes the stream (a no-op on cpu and sim),
-// then acknowledges each. An asynchronous failure fails the last of them.
-void acknowledge(stream_actor_type* self, std::size_t count) {
+// then acknowledges each; with `always`, synchronizes even when count is 0. An asynchronous
+// failure is reported against the last operator launched so far (which one failed, the stream
+// does not say).
+void acknowledge(stream_actor_type* self, std::size_t count, bool always = false) {
   auto& st = self->state;
-  if (count == 0)
+  if (count == 0 && !always)
     return;
   const auto began = timeline::clock::now();
   if (!st.failed) {
@@ -85,7 +87,7 @@ void acknowledge(stream_actor_type* self, std::size_t count) {
       st.stream->synchronize();
     } catch (const std::exception& e) {
       st.failed = true;
-      self->send(st.executor, failed_atom::value, st.lane, st.pending[count - 1].ops_after,
+      self->send(st.executor, failed_atom::value, st.lane, st.pending.back().ops_after,
                  st.dev.str() + ": " + e.what());
     }
   }
@@ -160,10 +162,14 @@ caf::behavior stream_actor(stream_actor_type* self, caf::actor executor,
       st.pending.push_back({b.ops_after(), static_cast<uint64_t>(st.runner->live_bytes())});
       st.ops_unconfirmed += b.ops.size();
       if (!failure.empty()) {
-        acknowledge(self, st.pending.size() - 1); // what ran before the failure
-        st.failed = true;
-        self->send(st.executor, failed_atom::value, st.lane, failed_at,
-                   st.dev.str() + ": " + failure);
+        // What was launched before the failing operator, this batch's first ones included,
+        // finishes before anything is acknowledged: the executor frees store ranges on a failure.
+        acknowledge(self, st.pending.size() - 1, true);
+        if (!st.failed) { // unless that synchronize failed already
+          st.failed = true;
+          self->send(st.executor, failed_atom::value, st.lane, failed_at,
+                     st.dev.str() + ": " + failure);
+        }
         acknowledge(self, st.pending.size());
       } else if (self->mailbox().empty() || st.ops_unconfirmed >= max_unconfirmed_ops) {
         acknowledge(self, st.pending.size());

@@ -107,7 +107,10 @@ public:
     }
     if (status != cudaSuccess) {
       chunks_.erase(base);
-      CUDA_TRY(status);
+      (void)cudaGetLastError();
+      throw error("cudaHostRegister of " + std::to_string(bytes) + " bytes of host memory (to pin "
+                  "the tensor store for copies) failed: " + cudaGetErrorName(status) + " ("
+                  + cudaGetErrorString(status) + ")");
     }
     c.owned = true;
   }

@@ -227,6 +227,9 @@ private:
     for (const auto& o : x.operands) {
       if (auto why = lane(o.lane); !why.empty())
         return "live operand #" + std::to_string(o.id) + ": " + why;
+      if (o.bytes > max_store_bytes)
+        return "live operand #" + std::to_string(o.id) + " of " + std::to_string(o.bytes)
+               + " bytes";
       if (o.lane == 0)
         if (auto why = range(o.offset, o.bytes, "live cpu operand"); !why.empty())
           return why;
@@ -244,6 +247,9 @@ std::string check_begin(const begin_rec& b) {
            + "; this build speaks " + std::to_string(wire::version);
   if (b.lanes.empty() || !b.lanes[0].is_cpu())
     return "lane 0 is not the cpu";
+  if (b.store_bytes > max_store_bytes)
+    return "a store of " + std::to_string(b.store_bytes) + " bytes (at most "
+           + std::to_string(max_store_bytes) + ")";
   for (std::size_t i = 0; i < b.lanes.size(); ++i) {
     const auto& d = b.lanes[i];
     if (static_cast<uint8_t>(d.type) > static_cast<uint8_t>(device::kind::sim) || d.index < 0)

@@ -24,6 +24,9 @@ constexpr uint32_t format_version = 1;
 constexpr std::size_t file_header_size = 16;
 constexpr std::size_t record_header_size = 16;
 constexpr std::size_t record_trailer_size = 4; // CRC-32 of record header and payload
+// The largest store (and live operand) a trace may name: 256 TiB, far beyond any machine, and far
+// from wrapping the arithmetic of a replay that adds scratch space to it.
+constexpr uint64_t max_store_bytes = uint64_t{1} << 48;
 // The largest payload: what the record header's 32-bit length can say.
 constexpr uint64_t max_payload_bytes = UINT32_MAX;
 

@@ -98,6 +98,7 @@ std::vector<char> rewrite(const ag::trace::file& t, F change) {
 struct run_result {
   ag::exit_status status;
   std::string output;
+  pid_t pid = 0; // ag-replay's: its shared memory is named after it
 };
 
 // ag-replay with `args`, its stdout and stderr captured.
@@ -111,7 +112,7 @@ run_result run_replay(const temp_dir& dir, const std::vector<std::string>& args)
   const auto& st = p.wait_for(std::chrono::seconds{120});
   REQUIRE(st.has_value());
   const auto text = slurp(dir.file("out"));
-  return {*st, std::string(text.begin(), text.end())};
+  return {*st, std::string(text.begin(), text.end()), p.pid()};
 }
 
 } // namespace
@@ -146,7 +147,7 @@ TEST_CASE("a changed store write is a divergence naming the read and who wrote i
   const auto path = dir.file("t");
   record_program(path, true, 5);
   const auto t = ag::trace::read_file(path);
-  // The last upload of a cpu tensor that is read back later: flip its first element's sign.
+  // Every store write: flip the sign of its first element.
   const auto changed = rewrite(t, [](std::vector<ag::trace::record>& rs) {
     for (auto& r : rs)
       if (auto* w = std::get_if<ag::trace::store_write_rec>(&r.body); w && !w->data.empty())
@@ -287,6 +288,14 @@ TEST_CASE("ag-replay exits 0 on a match, 1 on a divergence and 2 on a damaged tr
     r = run_replay(dir, {path, "--devices=sim:0"});
     CHECK(r.status.code == 3);
     CHECK_THAT(r.output, Catch::Contains("2 device lanes"));
+  }
+  SECTION("a device that cannot start ends the replay with 3, and the one that did start stops") {
+    const auto r = run_replay(dir, {path, "--devices=sim:0,cuda:99", "--timeout=20000"});
+    INFO(r.output);
+    CHECK(r.status.signal == 0);
+    CHECK(r.status.code == 3);
+    CHECK_THAT(r.output, Catch::Contains("cuda:99") && Catch::Contains("start-up"));
+    CHECK(my_shm(r.pid).empty());
   }
   CHECK(my_shm().empty());
 }

@@ -311,6 +311,7 @@ TEST_CASE("cuda copies through registered host memory round-trip, pinning what t
     other->synchronize();
   }
   REQUIRE(std::memcmp(store.get() + count / 2, data.data(), n * sizeof(float)) == 0);
+  CHECK(pinned(store.get() + count / 4)); // the second chunk, which the copy ran into
   s->unregister_host(store.get());
   CHECK(pinned(store.get())); // the other stream still uses the chunk
   other.reset();
