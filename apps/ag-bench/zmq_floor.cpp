@@ -16,6 +16,7 @@
 #include "actorgraph/error.hpp"
 #include "ipc/runtime_dir.hpp"
 #include "ipc/sub_process.hpp"
+#include "ipc/zmq_sockets.hpp"
 
 namespace ag::bench {
 
@@ -42,7 +43,6 @@ enum class kind : uint8_t {
 constexpr std::size_t header_bytes = 16;
 constexpr std::size_t body_bytes = 16;
 constexpr std::size_t round_trip_bytes = 64;
-constexpr int64_t max_frame_bytes = int64_t{1} << 30; // ipc/wire.hpp's, as the runtime's sockets
 
 constexpr int warm_up_round_trips = 100;
 constexpr auto connect_timeout = 10s;
@@ -88,21 +88,6 @@ void drain_rest(zmq::socket_t& s, const zmq::message_t& last) {
       break;
     more = rest.more();
   }
-}
-
-// The runtime's socket settings (ipc/zmq_sockets.cpp), with plain cppzmq.
-zmq::socket_t make_socket(zmq::context_t& ctx, zmq::socket_type type, int linger_ms) {
-  zmq::socket_t s{ctx, type};
-  s.set(zmq::sockopt::linger, linger_ms);
-  if (type == zmq::socket_type::pub || type == zmq::socket_type::push)
-    s.set(zmq::sockopt::sndhwm, 0); // unlimited: a streamed run must lose no message
-  if (type == zmq::socket_type::sub || type == zmq::socket_type::pull) {
-    s.set(zmq::sockopt::rcvhwm, 0);
-    s.set(zmq::sockopt::maxmsgsize, max_frame_bytes);
-  }
-  if (type == zmq::socket_type::sub)
-    s.set(zmq::sockopt::subscribe, "");
-  return s;
 }
 
 std::string describe(const sub_process& peer) {
@@ -151,10 +136,9 @@ zmq_floor measure(const std::string& peer_program, bool quick) {
   // context, then the directory with whatever socket files are left in it.
   auto dir = runtime_dir::create();
   zmq::context_t ctx{1};
-  auto pub = make_socket(ctx, zmq::socket_type::pub, 0);
-  pub.bind(dir.endpoint("pub"));
-  auto pull = make_socket(ctx, zmq::socket_type::pull, 0);
-  pull.bind(dir.endpoint("pull"));
+  // The runtime's own sockets (ipc/zmq_sockets.hpp), so that the floor has its settings.
+  auto pub = zmqs::publisher(ctx, dir.endpoint("pub"));
+  auto pull = zmqs::puller(ctx, dir.endpoint("pull"));
   sub_process peer;
   try {
     peer = sub_process::spawn(peer_program, {"--zmq-peer=" + dir.path()});
@@ -266,11 +250,9 @@ int zmq_peer_main(const std::string& dir) {
   try {
     const pid_t parent = ::getppid();
     zmq::context_t ctx{1};
-    auto sub = make_socket(ctx, zmq::socket_type::sub, 0);
-    sub.connect("ipc://" + dir + "/pub");
+    auto sub = zmqs::subscriber(ctx, "ipc://" + dir + "/pub");
     // The runtime's child lingers so that its last acknowledgements still leave; bounded.
-    auto push = make_socket(ctx, zmq::socket_type::push, 1000);
-    push.connect("ipc://" + dir + "/pull");
+    auto push = zmqs::pusher(ctx, "ipc://" + dir + "/pull");
 
     zmq::pollitem_t item{sub.handle(), 0, ZMQ_POLLIN, 0};
     bool active = true; // a message arrived since the last poll timeout
