@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -48,29 +47,31 @@ struct stream_state {
 
 using stream_actor_type = caf::stateful_actor<stream_state>;
 
-// When each no-hold operand of a batch can go: (1 + the index of the last operator that uses it,
-// or 0 when none does, id), in that order. Releasing each as soon as its last user has run, not
+// When each no-hold operand of a batch can go: (id, 1 + the index of the last operator that uses
+// it, or 0 when none does), in that order. Releasing each as soon as its last user has run, not
 // after the whole batch, lets the next operator reuse its memory: a batch of thousands of adds
 // then needs the memory of a few, not of all of them.
-std::vector<std::pair<std::size_t, operand_id>> release_points(const batch& b) {
-  std::vector<std::pair<std::size_t, operand_id>> out;
+std::vector<std::pair<operand_id, std::size_t>> release_points(const batch& b) {
+  // Sorted by id while the last users are found: one allocation per batch, a binary search per
+  // operand reference.
+  std::vector<std::pair<operand_id, std::size_t>> last;
   if (b.no_hold.empty())
-    return out;
-  std::unordered_map<operand_id, std::size_t> last;
+    return last;
   last.reserve(b.no_hold.size());
   for (auto id : b.no_hold)
-    last.emplace(id, 0);
+    last.emplace_back(id, 0);
+  std::sort(last.begin(), last.end());
   for (std::size_t i = 0; i < b.ops.size(); ++i)
-    for (const auto* ref : {&b.ops[i].a, &b.ops[i].b, &b.ops[i].out})
-      if (ref->id != 0 && !ref->on_host())
-        if (auto it = last.find(ref->id); it != last.end())
-          it->second = i + 1;
-  out.reserve(b.no_hold.size());
-  for (auto id : b.no_hold)
-    out.emplace_back(last[id], id);
-  std::stable_sort(out.begin(), out.end(),
-                   [](const auto& x, const auto& y) { return x.first < y.first; });
-  return out;
+    for (const auto* ref : {&b.ops[i].a, &b.ops[i].b, &b.ops[i].out}) {
+      if (ref->id == 0 || ref->on_host())
+        continue;
+      auto it = std::lower_bound(last.begin(), last.end(), std::pair{ref->id, std::size_t{0}});
+      for (; it != last.end() && it->first == ref->id; ++it)
+        it->second = i + 1;
+    }
+  std::stable_sort(last.begin(), last.end(),
+                   [](const auto& x, const auto& y) { return x.second < y.second; });
+  return last;
 }
 
 // Confirms the first `count` pending batches: synchronizes the stream (a no-op on cpu and sim),
@@ -133,8 +134,8 @@ caf::behavior stream_actor(stream_actor_type* self, caf::actor executor,
       const auto releases = release_points(b);
       std::size_t released = 0;
       auto release_through = [&](std::size_t op_index) {
-        for (; released < releases.size() && releases[released].first <= op_index; ++released)
-          st.runner->release(releases[released].second);
+        for (; released < releases.size() && releases[released].second <= op_index; ++released)
+          st.runner->release(releases[released].first);
       };
       release_through(0); // operands no operator of this batch uses
       if (!st.failed) {
