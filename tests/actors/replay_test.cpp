@@ -28,24 +28,11 @@
 #include "ipc/wire.hpp"
 #include "tests/actors/process_helpers.hpp"
 #include "tests/actors/random_program.hpp"
+#include "tests/temp_files.hpp"
 
 using namespace ag::test;
 
 namespace {
-
-struct temp_dir {
-  std::string path;
-  temp_dir() {
-    char templ[] = "/tmp/ag-replay-test-XXXXXX";
-    path = ::mkdtemp(templ);
-  }
-  ~temp_dir() {
-    for (const auto& n : list_dir(path))
-      std::remove((path + "/" + n).c_str());
-    ::rmdir(path.c_str());
-  }
-  std::string file(const std::string& name) const { return path + "/" + name; }
-};
 
 // Records a random program over sim:0 and sim:1 into `path`; the values it ends with are held
 // past the runtime's end, so the trace names them live.
@@ -70,16 +57,6 @@ ag::replay_report replay_file(const ag::trace::file& t, bool process, double tol
   opt.tolerance = tolerance;
   opt.timeout = std::chrono::seconds{20};
   return ag::replay(sys, t, opt);
-}
-
-std::vector<char> slurp(const std::string& path) {
-  std::ifstream in{path, std::ios::binary};
-  return {std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
-}
-
-void spit(const std::string& path, const std::vector<char>& bytes) {
-  std::ofstream out{path, std::ios::binary | std::ios::trunc};
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 // The trace's records encoded again, after `change` had its way with them.
@@ -119,7 +96,7 @@ run_result run_replay(const temp_dir& dir, const std::vector<std::string>& args)
 
 TEST_CASE("a trace recorded in either mode replays in both modes to the same digests",
           "[trace]") {
-  temp_dir dir;
+  temp_dir dir{"replay-test"};
   for (const bool recorded_process : {false, true}) {
     const auto path = dir.file(recorded_process ? "process.trace" : "thread.trace");
     record_program(path, recorded_process, 21);
@@ -143,7 +120,7 @@ TEST_CASE("a trace recorded in either mode replays in both modes to the same dig
 }
 
 TEST_CASE("a changed store write is a divergence naming the read and who wrote it", "[trace]") {
-  temp_dir dir;
+  temp_dir dir{"replay-test"};
   const auto path = dir.file("t");
   record_program(path, true, 5);
   const auto t = ag::trace::read_file(path);
@@ -163,7 +140,7 @@ TEST_CASE("a changed store write is a divergence naming the read and who wrote i
 TEST_CASE("a changed acknowledgement is a divergence naming the lane, the message and the "
           "operator",
           "[trace]") {
-  temp_dir dir;
+  temp_dir dir{"replay-test"};
   const auto path = dir.file("t");
   record_program(path, true, 9);
   const auto t = ag::trace::read_file(path);
@@ -192,7 +169,7 @@ TEST_CASE("a changed acknowledgement is a divergence naming the lane, the messag
 }
 
 TEST_CASE("an operator that fails only in the replay is a divergence naming it", "[trace]") {
-  temp_dir dir;
+  temp_dir dir{"replay-test"};
   const auto path = dir.file("t");
   record_program(path, false, 13);
   const auto t = ag::trace::read_file(path);
@@ -220,7 +197,7 @@ TEST_CASE("an operator that fails only in the replay is a divergence naming it",
 }
 
 TEST_CASE("reads within the tolerance match, outside it diverge", "[trace]") {
-  temp_dir dir;
+  temp_dir dir{"replay-test"};
   const auto path = dir.file("t");
   record_program(path, false, 17);
   const auto t = ag::trace::read_file(path);
@@ -244,7 +221,7 @@ TEST_CASE("reads within the tolerance match, outside it diverge", "[trace]") {
 TEST_CASE("ag-replay exits 0 on a match, 1 on a divergence and 2 on a damaged trace, never by a "
           "signal",
           "[trace]") {
-  temp_dir dir;
+  temp_dir dir{"replay-test"};
   const auto path = dir.file("t");
   record_program(path, true, 3);
   SECTION("a whole trace matches in both modes") {
@@ -303,7 +280,7 @@ TEST_CASE("ag-replay exits 0 on a match, 1 on a divergence and 2 on a damaged tr
 TEST_CASE("a timeline has a track per device with its operators, on one clock, in both modes",
           "[trace]") {
   namespace pt = boost::property_tree;
-  temp_dir dir;
+  temp_dir dir{"replay-test"};
   for (const bool process : {false, true}) {
     const auto path = dir.file(process ? "process.json" : "thread.json");
     {

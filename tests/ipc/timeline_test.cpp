@@ -24,32 +24,16 @@
 
 #include "actorgraph/error.hpp"
 #include "ipc/timeline.hpp"
+#include "tests/temp_files.hpp"
 
 using ag::timeline;
 using boost::property_tree::ptree;
 using namespace std::chrono_literals;
 
+using ag::test::spit;
+using ag::test::temp_dir;
+
 namespace {
-
-// A fresh directory under /tmp for the test's files, removed with whatever is left in it.
-struct temp_dir {
-  std::string path;
-
-  temp_dir() {
-    std::string templ = "/tmp/ag-timeline-test-" + std::to_string(::getpid()) + "-XXXXXX";
-    std::vector<char> buf(templ.begin(), templ.end());
-    buf.push_back('\0');
-    REQUIRE(::mkdtemp(buf.data()) != nullptr);
-    path = buf.data();
-  }
-  ~temp_dir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-  std::string file(const std::string& name) const {
-    return path + "/" + name;
-  }
-};
 
 ptree read(const std::string& path) {
   ptree root;
@@ -69,12 +53,6 @@ std::vector<ptree> events_of(const ptree& root) {
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void spit(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  REQUIRE(out.good());
 }
 
 // Every event carries what Chrome's format requires of its phase.
@@ -98,7 +76,7 @@ void check_well_formed(const ptree& event) {
 } // namespace
 
 TEST_CASE("a written timeline is trace-event JSON with named tracks and complete events", "[ipc]") {
-  temp_dir dir;
+  temp_dir dir{"timeline-test"};
   timeline t;
   auto begin = timeline::clock::now();
   auto end = begin + 1500us + 250ns;
@@ -135,7 +113,7 @@ TEST_CASE("a written timeline is trace-event JSON with named tracks and complete
 }
 
 TEST_CASE("names with quotes, backslashes and control characters survive a round trip", "[ipc]") {
-  temp_dir dir;
+  temp_dir dir{"timeline-test"};
   const std::string odd = "a \"quoted\" C:\\path\nnext\tline\x01\x1f end";
   timeline t;
   t.name_process(2, odd);
@@ -158,7 +136,7 @@ TEST_CASE("names with quotes, backslashes and control characters survive a round
 }
 
 TEST_CASE("a span that ends before it begins is recorded with zero duration", "[ipc]") {
-  temp_dir dir;
+  temp_dir dir{"timeline-test"};
   timeline t;
   auto now = timeline::clock::now();
   t.span(1, 1, "backwards", "test", now, now - 1ms);
@@ -169,7 +147,7 @@ TEST_CASE("a span that ends before it begins is recorded with zero duration", "[
 }
 
 TEST_CASE("an empty timeline writes an empty but valid trace", "[ipc]") {
-  temp_dir dir;
+  temp_dir dir{"timeline-test"};
   timeline t;
   t.write(dir.file("trace.json"));
   ptree root = read(dir.file("trace.json"));
@@ -178,7 +156,7 @@ TEST_CASE("an empty timeline writes an empty but valid trace", "[ipc]") {
 }
 
 TEST_CASE("merging a part written by another timeline appends its events", "[ipc]") {
-  temp_dir dir;
+  temp_dir dir{"timeline-test"};
   auto now = timeline::clock::now();
 
   timeline child;
@@ -213,7 +191,7 @@ TEST_CASE("merging a part written by another timeline appends its events", "[ipc
 }
 
 TEST_CASE("merging an empty part adds nothing and succeeds", "[ipc]") {
-  temp_dir dir;
+  temp_dir dir{"timeline-test"};
   timeline{}.write_part(dir.file("empty.part"));
   timeline t;
   CHECK(t.merge_part(dir.file("empty.part")));
@@ -221,7 +199,7 @@ TEST_CASE("merging an empty part adds nothing and succeeds", "[ipc]") {
 }
 
 TEST_CASE("a missing part returns false and adds nothing", "[ipc]") {
-  temp_dir dir;
+  temp_dir dir{"timeline-test"};
   timeline t;
   t.name_process(1, "controller");
   CHECK_FALSE(t.merge_part(dir.file("never-written.part")));
@@ -230,7 +208,7 @@ TEST_CASE("a missing part returns false and adds nothing", "[ipc]") {
 
 TEST_CASE("a part with a garbage line throws naming the path and the line and adds nothing",
           "[ipc]") {
-  temp_dir dir;
+  temp_dir dir{"timeline-test"};
   const std::string good = R"({"name":"ok","ph":"X","pid":1,"tid":1,"ts":1.000,"dur":0.500})";
   const std::vector<std::string> bad_lines = {
       "garbage",
@@ -265,7 +243,7 @@ TEST_CASE("a part with a garbage line throws naming the path and the line and ad
 }
 
 TEST_CASE("a part of arbitrary bytes is merged or rejected, never a crash", "[ipc]") {
-  temp_dir dir;
+  temp_dir dir{"timeline-test"};
   const std::string path = dir.file("random.part");
   std::mt19937 rng(12345);
   const std::string alphabet = "{}[]\":,\\ \n-0123456789.eEtrufalsn\x01\xff";
@@ -284,7 +262,7 @@ TEST_CASE("a part of arbitrary bytes is merged or rejected, never a crash", "[ip
 }
 
 TEST_CASE("a part larger than 256 MiB is rejected", "[ipc]") {
-  temp_dir dir;
+  temp_dir dir{"timeline-test"};
   const std::string path = dir.file("huge.part");
   spit(path, "");
   // Sparse: no disk space is spent.
@@ -297,20 +275,20 @@ TEST_CASE("a part larger than 256 MiB is rejected", "[ipc]") {
 }
 
 TEST_CASE("writing where no file can be created throws naming the path", "[ipc]") {
-  temp_dir dir;
+  temp_dir dir{"timeline-test"};
   timeline t;
   t.name_process(1, "controller");
   const std::string path = dir.file("no-such-dir/trace.json");
   REQUIRE_THROWS_MATCHES(t.write(path), ag::error,
                          Catch::Matchers::Message("timeline: cannot write " + path +
                                                   ": No such file or directory"));
-  REQUIRE_THROWS_MATCHES(t.write_part(dir.path), ag::error,
-                         Catch::Matchers::Message("timeline: cannot write " + dir.path +
+  REQUIRE_THROWS_MATCHES(t.write_part(dir.path()), ag::error,
+                         Catch::Matchers::Message("timeline: cannot write " + dir.path() +
                                                   ": Is a directory"));
 }
 
 TEST_CASE("spans recorded from 4 threads at once all land", "[ipc]") {
-  temp_dir dir;
+  temp_dir dir{"timeline-test"};
   constexpr int threads = 4;
   constexpr int spans_per_thread = 2000;
   timeline t;

@@ -25,45 +25,18 @@
 #include "graph/op.hpp"
 #include "ipc/trace.hpp"
 #include "ipc/wire.hpp"
+#include "tests/temp_files.hpp"
 
 using ag::device;
 using Catch::Matchers::Contains;
 namespace trace = ag::trace;
 namespace wire = ag::wire;
 
+using ag::test::slurp;
+using ag::test::spit;
+using ag::test::temp_dir;
+
 namespace {
-
-// A fresh directory under /tmp for the test's files, removed with whatever is left in it.
-struct temp_dir {
-  std::string path;
-
-  temp_dir() {
-    std::string templ = "/tmp/ag-trace-test-" + std::to_string(::getpid()) + "-XXXXXX";
-    std::vector<char> buf(templ.begin(), templ.end());
-    buf.push_back('\0');
-    REQUIRE(::mkdtemp(buf.data()) != nullptr);
-    path = buf.data();
-  }
-  ~temp_dir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-
-  std::string file(const std::string& name) const { return path + "/" + name; }
-};
-
-std::vector<char> slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void spit(const std::string& path, const std::vector<char>& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  REQUIRE(out.good());
-}
 
 std::vector<char> chars(const std::string& s) { return {s.begin(), s.end()}; }
 
@@ -188,7 +161,7 @@ built small_trace() {
 } // namespace
 
 TEST_CASE("a trace written with every record kind reads back record for record", "[ipc]") {
-  temp_dir dir;
+  temp_dir dir{"trace-test"};
   const auto path = dir.file("all.agtrace");
 
   const auto begin = three_lanes();
@@ -335,7 +308,7 @@ TEST_CASE("a trace written with every record kind reads back record for record",
 }
 
 TEST_CASE("a writer closed in order reports nothing and a second close adds nothing", "[ipc]") {
-  temp_dir dir;
+  temp_dir dir{"trace-test"};
   const auto path = dir.file("closed.agtrace");
   trace::writer w{path};
   w.write(three_lanes());
@@ -350,7 +323,7 @@ TEST_CASE("a writer closed in order reports nothing and a second close adds noth
 }
 
 TEST_CASE("a writer on a path in a missing directory throws an error naming the path", "[ipc]") {
-  temp_dir dir;
+  temp_dir dir{"trace-test"};
   const auto path = dir.file("no-such-dir/t.agtrace");
   CHECK_THROWS_AS(trace::writer{path}, ag::error);
   CHECK_THROWS_WITH(trace::writer{path}, Contains("trace " + path + ": cannot create"));
@@ -358,7 +331,7 @@ TEST_CASE("a writer on a path in a missing directory throws an error naming the 
 }
 
 TEST_CASE("read_file names the path of a trace that is missing or not a trace", "[ipc]") {
-  temp_dir dir;
+  temp_dir dir{"trace-test"};
   const auto missing = dir.file("missing.agtrace");
   CHECK_THROWS_WITH(trace::read_file(missing), Contains("trace " + missing + ": cannot open"));
   const auto junk = dir.file("junk.agtrace");
@@ -369,7 +342,7 @@ TEST_CASE("read_file names the path of a trace that is missing or not a trace", 
 }
 
 TEST_CASE("four threads writing at once lose no record and tear none", "[ipc]") {
-  temp_dir dir;
+  temp_dir dir{"trace-test"};
   const auto path = dir.file("threads.agtrace");
   constexpr int threads = 4;
   constexpr int per_thread = 500;
@@ -437,7 +410,7 @@ TEST_CASE("a trace cut at any byte is refused with a message saying it is trunca
   }
 
   // read_file names the file it read.
-  temp_dir dir;
+  temp_dir dir{"trace-test"};
   const auto path = dir.file("cut.agtrace");
   spit(path, std::vector<char>(t.bytes.begin(), t.bytes.end() - 1));
   CHECK_THROWS_WITH(trace::read_file(path),
@@ -660,7 +633,7 @@ TEST_CASE("records that checksum but make no sense are refused naming the record
 }
 
 TEST_CASE("a 100 KB store write round-trips byte for byte", "[ipc]") {
-  temp_dir dir;
+  temp_dir dir{"trace-test"};
   const auto path = dir.file("big.agtrace");
   std::vector<char> data(100 * 1024);
   for (std::size_t i = 0; i < data.size(); ++i)
