@@ -2,7 +2,9 @@
 // tensor store and the executor; every wait on the user's thread is a request with a deadline.
 #include "actorgraph/runtime.hpp"
 
+#include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -68,8 +70,13 @@ public:
     // Once nothing above can fail: a runtime that could not be set up leaves no trace file.
     if (!opt_.trace_path.empty())
       setup.trace = trace_ = std::make_shared<trace::writer>(opt_.trace_path);
-    if (!opt_.timeline_path.empty())
+    if (!opt_.timeline_path.empty()) {
+      // Written when the runtime ends; a path it could not write is refused now, not then.
+      if (!std::ofstream{opt_.timeline_path})
+        throw error("timeline " + opt_.timeline_path + ": cannot create: "
+                    + std::strerror(errno));
       setup.timeline = timeline_ = std::make_shared<timeline>();
+    }
     setup.start_timeout = opt_.start_timeout;
     setup.wait_timeout = opt_.wait_timeout;
     setup.max_queued_bytes = opt_.max_queued_bytes;

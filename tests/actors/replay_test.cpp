@@ -331,3 +331,21 @@ TEST_CASE("a timeline has a track per device with its operators, on one clock, i
   }
   CHECK(my_shm().empty());
 }
+
+TEST_CASE("a trace or timeline path that cannot be written is refused when the runtime is made",
+          "[trace]") {
+  for (const bool process : {false, true}) {
+    ag::graph_option opt;
+    opt.devices = {ag::device::sim(0)};
+    opt.per_device_per_process = process;
+    opt.store_bytes = std::size_t{16} << 20;
+    opt.trace_path = "/nonexistent-dir/t";
+    CHECK_THROWS_WITH(ag::runtime{opt}, Catch::Contains("trace /nonexistent-dir/t: cannot create"));
+    opt.trace_path.clear();
+    opt.timeline_path = "/nonexistent-dir/t.json";
+    CHECK_THROWS_WITH(ag::runtime{opt},
+                      Catch::Contains("timeline /nonexistent-dir/t.json: cannot create"));
+  }
+  CHECK(my_shm().empty());
+  CHECK(runner_children().empty());
+}
