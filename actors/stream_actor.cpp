@@ -23,6 +23,10 @@ namespace {
 // Launched but unconfirmed operators after which a stream synchronizes and acknowledges even while
 // more batches wait: acknowledgements free host-store ranges and answer waits.
 constexpr uint64_t max_unconfirmed_ops = 4096;
+// Likewise for bytes copied from or to the host store: the executor frees the staging of uploads
+// and moves only once they are acknowledged, and a store of S bytes must not fill up with ranges
+// that wait for nothing but an acknowledgement. An eighth of the store per runner.
+constexpr uint64_t store_share = 8;
 
 struct stream_state {
   caf::actor executor;
@@ -41,6 +45,8 @@ struct stream_state {
   };
   std::vector<pending_ack> pending;
   uint64_t ops_unconfirmed = 0;
+  uint64_t host_bytes_unconfirmed = 0; // copied from or to the store since the last acknowledgement
+  uint64_t host_bytes_budget = 0;
 
   static inline const char* name = "ag.stream";
 };
@@ -100,6 +106,7 @@ void acknowledge(stream_actor_type* self, std::size_t count, bool always = false
                st.pending[i].live);
   st.pending.erase(st.pending.begin(), st.pending.begin() + static_cast<std::ptrdiff_t>(count));
   st.ops_unconfirmed = 0;
+  st.host_bytes_unconfirmed = 0;
 }
 
 caf::behavior stream_actor(stream_actor_type* self, caf::actor executor,
@@ -114,6 +121,7 @@ caf::behavior stream_actor(stream_actor_type* self, caf::actor executor,
   st.pid = static_cast<int>(::getpid());
   if (st.timeline)
     st.timeline->name_track(st.pid, static_cast<int>(lane) + 1, dev.str());
+  st.host_bytes_budget = std::max<uint64_t>(store_size / store_share, 1);
   try {
     st.stream = make_stream(dev);
     if (pin_store)
@@ -162,6 +170,9 @@ caf::behavior stream_actor(stream_actor_type* self, caf::actor executor,
                            {"ops_after", std::to_string(b.ops_after()), true}});
       st.pending.push_back({b.ops_after(), static_cast<uint64_t>(st.runner->live_bytes())});
       st.ops_unconfirmed += b.ops.size();
+      for (const auto& op : b.ops)
+        if (op.kind == op_kind::copy && (op.a.on_host() || op.out.on_host()))
+          st.host_bytes_unconfirmed += op.count * sizeof(float);
       if (!failure.empty()) {
         // What was launched before the failing operator, this batch's first ones included,
         // finishes before anything is acknowledged: the executor frees store ranges on a failure.
@@ -172,7 +183,8 @@ caf::behavior stream_actor(stream_actor_type* self, caf::actor executor,
                      st.dev.str() + ": " + failure);
         }
         acknowledge(self, st.pending.size());
-      } else if (self->mailbox().empty() || st.ops_unconfirmed >= max_unconfirmed_ops) {
+      } else if (self->mailbox().empty() || st.ops_unconfirmed >= max_unconfirmed_ops
+                 || st.host_bytes_unconfirmed >= st.host_bytes_budget) {
         acknowledge(self, st.pending.size());
       }
     },

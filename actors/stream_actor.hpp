@@ -2,8 +2,9 @@
 // PerDeviceThreadNodeRunner; in process mode the same actor runs inside each child). Runs each
 // batch in order on its kernel stream (on CUDA: launches it), releases the batch's no-hold
 // operands, and acknowledges once the work is finished: when no further batch waits in its
-// mailbox (or 4096 operators are unconfirmed) it synchronizes the stream and acknowledges every
-// batch since the last synchronize, each with the device bytes live after it. While batches keep
+// mailbox (or 4096 operators, or copies of an eighth of the store, are unconfirmed) it
+// synchronizes the stream and acknowledges every batch since the last synchronize, each with the
+// device bytes live after it. While batches keep
 // arriving, launches go back to back and the GPU never waits for an acknowledgement.
 //
 //   starting --stream created--> ready (sends ready) --execute--> launched --mailbox empty:
