@@ -479,7 +479,7 @@ public:
 
   // Sends every lane what it can run now: a prefix of its queue whose dependencies are met.
   void dispatch() {
-    const auto began = timeline::clock::now();
+    const auto began = st_.timeline ? timeline::clock::now() : timeline::clock::time_point{};
     uint64_t ops = 0, batches = 0;
     wire::execute_msg broadcast;
     for (uint32_t l = 0; l < st_.lanes.size(); ++l) {
@@ -761,7 +761,7 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
       auto ps = make_proxy_setup(p, i, devices[i], setup.store_size, setup.start_timeout,
                                  setup.wait_timeout);
       if (st.timeline)
-        ps.args.timeline_part = p.timeline_part_prefix + std::to_string(i);
+        ps.args.timeline_part = timeline_part(p, i);
       if (st.trace)
         st.trace->write(trace::startup_rec{i, ps.args});
       l.runner = spawn_runner_proxy(sys, std::move(ps));

@@ -107,7 +107,11 @@ process_env::process_env(std::size_t store_bytes, std::size_t device_lanes,
   setup_.pull_endpoint = dir_.endpoint("pull");
   setup_.store_name = store_.name();
   setup_.segment_prefix = prefix;
-  setup_.timeline_part_prefix = timeline_part_prefix();
+  setup_.timeline_part_prefix = dir_.path() + "/timeline-";
+}
+
+std::string timeline_part(const process_setup& p, std::size_t lane) {
+  return p.timeline_part_prefix + std::to_string(lane);
 }
 
 proxy_setup make_proxy_setup(const process_setup& p, uint32_t lane, const device& where,

@@ -40,8 +40,6 @@ public:
   tensor_store& store() noexcept { return store_; }
   // Endpoints, store name, runner and segment names, for the executor (or ag-replay).
   const process_setup& setup() const noexcept { return setup_; }
-  // Each child writes its timeline events to this + its lane as it exits.
-  std::string timeline_part_prefix() const { return dir_.path() + "/timeline-"; }
 
 private:
   cleanup_slots cleanup_; // first: forgotten only after everything below is gone
@@ -49,6 +47,9 @@ private:
   tensor_store store_;
   process_setup setup_;
 };
+
+// Where the child of `lane` writes its timeline events as it exits (with a timeline).
+std::string timeline_part(const process_setup& p, std::size_t lane);
 
 // How the proxy of `lane` (on `where`) starts and stops its child.
 proxy_setup make_proxy_setup(const process_setup& p, uint32_t lane, const device& where,

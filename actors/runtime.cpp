@@ -190,7 +190,7 @@ private:
       for (std::size_t lane = 1; lane <= devices_.size(); ++lane) {
         const auto& dev = devices_[lane - 1];
         try { // a part that cannot be merged costs its own events, not the timeline
-          if (!timeline_->merge_part(env_->timeline_part_prefix() + std::to_string(lane)))
+          if (!timeline_->merge_part(timeline_part(env_->setup(), lane)))
             std::cerr << "actorgraph: timeline: " << dev.str()
                       << " left no events (its child did not exit in order)\n";
         } catch (const std::exception& e) {

@@ -88,7 +88,7 @@ void acknowledge(stream_actor_type* self, std::size_t count, bool always = false
   auto& st = self->state;
   if (count == 0 && !always)
     return;
-  const auto began = timeline::clock::now();
+  const auto began = st.timeline ? timeline::clock::now() : timeline::clock::time_point{};
   if (!st.failed) {
     try {
       st.stream->synchronize();
@@ -137,7 +137,7 @@ caf::behavior stream_actor(stream_actor_type* self, caf::actor executor,
       auto& st = self->state;
       std::string failure;
       uint64_t failed_at = 0;
-      const auto began = timeline::clock::now();
+      const auto began = st.timeline ? timeline::clock::now() : timeline::clock::time_point{};
       const int track = static_cast<int>(st.lane) + 1;
       const auto releases = release_points(b);
       std::size_t released = 0;

@@ -30,6 +30,7 @@
 
 #include <actorgraph/actorgraph.hpp>
 
+#include "apps/ag-bench/stats.hpp"
 #include "apps/ag-bench/zmq_floor.hpp"
 #include "cuda/floors.hpp"
 #include "cuda/kernel_stream.hpp"
@@ -62,11 +63,6 @@ using clock_type = std::chrono::steady_clock;
 
 double us_since(clock_type::time_point t0) {
   return std::chrono::duration<double, std::micro>(clock_type::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? NAN : v[v.size() / 2];
 }
 
 struct sizes {
@@ -150,7 +146,7 @@ mode_figures measure_mode(const std::vector<ag::device>& devices,
   auto t0 = clock_type::now();
   ag::runtime rt{opt};
   startups.push_back(us_since(t0) / 1e3);
-  f.startup_ms = median(startups);
+  f.startup_ms = ag::bench::median(startups);
 
   const auto dev0 = devices.front();
   std::vector<ag::tensor> a, b;
@@ -170,7 +166,7 @@ mode_figures measure_mode(const std::vector<ag::device>& devices,
     if (v.size() != std::size_t(elements) || v[0] != 4.0f)
       throw ag::error("round trip: wrong result");
   }
-  f.round_trip_us = median(trips);
+  f.round_trip_us = ag::bench::median(trips);
 
   {
     const auto count = int64_t(n.h2d_bytes / sizeof(float));
@@ -185,7 +181,7 @@ mode_figures measure_mode(const std::vector<ag::device>& devices,
       if (i > 0) // the first pays for first-touch of device memory
         rates.push_back(double(n.h2d_bytes) / (us_since(t0) * 1e3));
     }
-    f.h2d_gbps = median(rates);
+    f.h2d_gbps = ag::bench::median(rates);
   }
 
   {

@@ -1,4 +1,5 @@
 #include "apps/ag-bench/zmq_floor.hpp"
+#include "apps/ag-bench/stats.hpp"
 
 #include <algorithm>
 #include <array>
@@ -115,16 +116,6 @@ std::optional<zmq::message_t> receive_until(zmq::socket_t& pull, sub_process& pe
     if (steady::now() >= deadline)
       return std::nullopt;
   }
-}
-
-double median(std::vector<double> v) {
-  if (v.empty())
-    return 0;
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  if (v.size() % 2 == 1)
-    return *mid;
-  return (*mid + *std::max_element(v.begin(), mid)) / 2;
 }
 
 zmq_floor measure(const std::string& peer_program, bool quick) {
