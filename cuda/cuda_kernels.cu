@@ -62,9 +62,12 @@ __global__ void binary_kernel(const float* a, const float* b, float* out, std::s
     out[i] = f(a[i], b[i]);
 }
 
+// The twin of cpu::relu: NaN stays NaN, -0.0 gives +0.0.
 __global__ void relu_kernel(const float* a, float* out, std::size_t count) {
-  for (std::size_t i = first_index(); i < count; i += grid_stride())
-    out[i] = a[i] > 0.0f ? a[i] : 0.0f;
+  for (std::size_t i = first_index(); i < count; i += grid_stride()) {
+    const float x = a[i];
+    out[i] = x > 0.0f || x != x ? x : 0.0f;
+  }
 }
 
 // The block's total in thread 0, in a fixed order (shuffles within warps, then across warps), so

@@ -99,7 +99,7 @@ TEST_CASE("cpu binary may write its result over an operand", "[cuda-ref]") {
   CHECK(first_difference(a, expected) == a.size());
 }
 
-TEST_CASE("cpu relu is max(x, 0) elementwise", "[cuda-ref]") {
+TEST_CASE("cpu relu is max(x, 0) elementwise for numbers", "[cuda-ref]") {
   std::vector<float> a = random_values(1000, 5);
   a.insert(a.end(), {0.0f, -0.0f, 1e-45f, -1e-45f, std::numeric_limits<float>::max(),
                      std::numeric_limits<float>::lowest(), std::numeric_limits<float>::infinity(),
@@ -114,6 +114,37 @@ TEST_CASE("cpu relu is max(x, 0) elementwise", "[cuda-ref]") {
     CHECK(x >= 0.0f);
   // -0.0 is not greater than 0, so it comes out as +0.0: the reference fixes the sign.
   CHECK_FALSE(std::signbit(out[1001]));
+}
+
+TEST_CASE("cpu relu keeps NaN as NaN, bit for bit, and gives +0.0 for -0.0", "[cuda-ref]") {
+  const float quiet = std::numeric_limits<float>::quiet_NaN();
+  const auto bits = [](float x) {
+    uint32_t b = 0;
+    std::memcpy(&b, &x, sizeof b);
+    return b;
+  };
+  const auto from_bits = [](uint32_t b) {
+    float x = 0;
+    std::memcpy(&x, &b, sizeof x);
+    return x;
+  };
+  // Quiet NaNs of both signs and with a payload; the signalling one is left out, as loading it
+  // into a register may quiet it.
+  const std::vector<float> nans{quiet, -quiet, from_bits(0x7fc00123u), from_bits(0xffc54321u)};
+  std::vector<float> a = nans;
+  a.insert(a.end(), {-0.0f, 0.0f, -1.0f, 2.5f, -std::numeric_limits<float>::infinity()});
+  std::vector<float> out(a.size(), canary);
+  ag::cpu::relu(a.data(), out.data(), a.size());
+  for (std::size_t i = 0; i < nans.size(); ++i) {
+    INFO("input bits " << std::hex << bits(a[i]));
+    CHECK(std::isnan(out[i]));
+    CHECK(bits(out[i]) == bits(a[i]));
+  }
+  CHECK(bits(out[4]) == bits(0.0f)); // -0.0 -> +0.0, as before
+  CHECK(bits(out[5]) == bits(0.0f));
+  CHECK(bits(out[6]) == bits(0.0f));
+  CHECK(out[7] == 2.5f);
+  CHECK(bits(out[8]) == bits(0.0f));
 }
 
 TEST_CASE("cpu sum of 1..n is exact for small n", "[cuda-ref]") {
