@@ -2,9 +2,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <optional>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <boost/crc.hpp>
 
@@ -361,13 +363,40 @@ file parse(const void* data, std::size_t size, const std::string& name) {
 }
 
 file read_file(const std::string& path) {
-  std::ifstream in{path, std::ios::binary};
-  if (!in)
-    throw error("trace " + path + ": cannot open it");
-  std::vector<char> bytes{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
-  if (in.bad())
-    throw error("trace " + path + ": cannot read it");
-  return parse(bytes.data(), bytes.size(), path);
+  // Non-blocking, so that opening a FIFO with no writer returns at once; its type is checked next.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0)
+    throw error("trace " + path + ": cannot open it: " + std::strerror(errno));
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } guard{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    throw error("trace " + path + ": cannot read it: " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode))
+    throw error("trace " + path + ": is a directory, not a trace file");
+  if (!S_ISREG(st.st_mode))
+    throw error("trace " + path + ": not a regular file (a device, FIFO or socket); a trace is "
+                "read from a file");
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size > max_file_bytes)
+    throw error("trace " + path + ": " + std::to_string(size) + " bytes, more than the "
+                + std::to_string(max_file_bytes) + " a trace may have");
+  // Reads what the file held when it was opened and no more, should it grow meanwhile.
+  std::vector<char> bytes(static_cast<std::size_t>(size));
+  std::size_t got = 0;
+  while (got < bytes.size()) {
+    const auto n = ::read(fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      throw error("trace " + path + ": cannot read it: " + std::strerror(errno));
+    if (n == 0)
+      break; // it shrank: parse() reports the truncated record
+    got += static_cast<std::size_t>(n);
+  }
+  return parse(bytes.data(), got, path);
 }
 
 writer::writer(const std::string& path) : path_(path) {

@@ -29,6 +29,8 @@ constexpr std::size_t record_trailer_size = 4; // CRC-32 of record header and pa
 constexpr uint64_t max_store_bytes = uint64_t{1} << 48;
 // The largest payload: what the record header's 32-bit length can say.
 constexpr uint64_t max_payload_bytes = UINT32_MAX;
+// The largest trace file read_file() takes (4 GiB): it reads the whole file into memory.
+constexpr uint64_t max_file_bytes = uint64_t{1} << 32;
 
 enum class record_type : uint8_t {
   begin = 1,       // the runtime: mode, devices by lane, store size, wire version
@@ -122,6 +124,9 @@ struct file {
 // whole, valid trace: a bad checksum, a truncated record, an unknown type, a lane or store range
 // out of bounds, a missing end. Never allocates more than the input's size.
 file parse(const void* data, std::size_t size, const std::string& name);
+// Reads and parses the regular file `path`, at most max_file_bytes of it; a directory, device,
+// FIFO or socket is refused (ag::error naming the path) without reading, and without waiting for
+// a FIFO's writer.
 file read_file(const std::string& path);
 
 // The trace file's bytes of each record, for tools and tests that write traces.
