@@ -3,15 +3,41 @@
 #include <csignal>
 #include <mutex>
 
+#include <signal.h>
+
 #include "ipc/cleanup_registry.hpp"
 
 namespace ag {
 
 namespace {
 
-extern "C" void on_stop_signal(int sig) {
+constexpr int stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+// What each signal did before install_stop_signals(); written once, before our handler is
+// installed for that signal, and only read by the handler.
+struct sigaction previous[NSIG];
+
+extern "C" void on_stop_signal(int sig, siginfo_t* info, void* context) {
   cleanup::run();
-  // End the program as the signal would have: default action, signal raised again.
+  const struct sigaction& before = previous[sig];
+  if (before.sa_flags & SA_SIGINFO) {
+    sigset_t saved;
+    ::pthread_sigmask(SIG_BLOCK, &before.sa_mask, &saved);
+    before.sa_sigaction(sig, info, context);
+    ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+    return;
+  }
+  if (before.sa_handler != SIG_DFL && before.sa_handler != SIG_IGN) {
+    // The application's handler decides what happens next: if it returns, the program goes on
+    // (its children and shared memory are gone; a runtime's later waits fail naming them).
+    sigset_t saved;
+    ::pthread_sigmask(SIG_BLOCK, &before.sa_mask, &saved);
+    before.sa_handler(sig);
+    ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+    return;
+  }
+  // End the program as the signal would have: default action, signal raised again (it is blocked
+  // while this handler runs, so it arrives as the handler returns).
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
@@ -21,11 +47,22 @@ extern "C" void on_stop_signal(int sig) {
 void install_stop_signals() {
   static std::once_flag once;
   std::call_once(once, [] {
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP})
-      ::sigaction(sig, &sa, nullptr);
+    for (int sig : stop_signals) {
+      struct sigaction before {};
+      if (::sigaction(sig, nullptr, &before) != 0)
+        continue;
+      // Ignored (SIGHUP under nohup, SIGINT in a background job, or by the application's choice):
+      // it stays ignored.
+      if (!(before.sa_flags & SA_SIGINFO) && before.sa_handler == SIG_IGN)
+        continue;
+      previous[sig] = before;
+      struct sigaction ours {};
+      ours.sa_sigaction = on_stop_signal;
+      // Interrupted system calls restart if they did under the application's handler.
+      ours.sa_flags = SA_SIGINFO | (before.sa_flags & SA_RESTART);
+      sigemptyset(&ours.sa_mask);
+      ::sigaction(sig, &ours, nullptr);
+    }
   });
 }
 

@@ -1,22 +1,74 @@
-// A controller for the tests of controller death: starts a process-mode runtime over N sim
-// devices, writes DIR/ready once every child is ready, then keeps work flowing until it is killed.
-// With a third argument "stop-signals" it installs ag::install_stop_signals() first.
+// A controller for the tests of controller death and of stop signals: starts a process-mode runtime
+// over N sim devices, writes DIR/ready once every child is ready, then keeps work flowing until it
+// is killed.
 //
-//   ag-test-controller DIR N [stop-signals]
+//   ag-test-controller DIR N [stop-signals | app-handlers]
+//
+// stop-signals: ag::install_stop_signals() first. app-handlers: the application's own handlers
+// first (a plain one for SIGTERM, an SA_SIGINFO one for SIGINT), then ag::install_stop_signals();
+// a handler that runs creates DIR/handled-plain-SIG or DIR/handled-siginfo-SIG and the program
+// then exits with code 0, by itself.
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <actorgraph/actorgraph.hpp>
 
+namespace {
+
+volatile std::sig_atomic_t handled = 0;
+char plain_file[512];   // DIR/handled-plain-15
+char siginfo_file[512]; // DIR/handled-siginfo-2
+
+void touch(const char* path) { // async-signal-safe
+  const int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd >= 0)
+    ::close(fd);
+}
+
+extern "C" void plain_handler(int) {
+  touch(plain_file);
+  handled = 1;
+}
+
+extern "C" void siginfo_handler(int, siginfo_t* info, void*) {
+  if (info != nullptr && info->si_signo == SIGINT) // the siginfo reached the handler
+    touch(siginfo_file);
+  handled = 1;
+}
+
+void install_app_handlers(const std::string& dir) {
+  std::snprintf(plain_file, sizeof plain_file, "%s/handled-plain-%d", dir.c_str(), SIGTERM);
+  std::snprintf(siginfo_file, sizeof siginfo_file, "%s/handled-siginfo-%d", dir.c_str(), SIGINT);
+  struct sigaction plain {};
+  plain.sa_handler = plain_handler;
+  sigemptyset(&plain.sa_mask);
+  ::sigaction(SIGTERM, &plain, nullptr);
+  struct sigaction info {};
+  info.sa_sigaction = siginfo_handler;
+  info.sa_flags = SA_SIGINFO;
+  sigemptyset(&info.sa_mask);
+  ::sigaction(SIGINT, &info, nullptr);
+}
+
+} // namespace
+
 int main(int argc, char** argv) {
-  if (argc != 3 && argc != 4) {
-    std::fprintf(stderr, "usage: ag-test-controller DIR N [stop-signals]\n");
+  const std::string mode = argc == 4 ? argv[3] : "";
+  if ((argc != 3 && argc != 4) || (argc == 4 && mode != "stop-signals" && mode != "app-handlers")) {
+    std::fprintf(stderr, "usage: ag-test-controller DIR N [stop-signals | app-handlers]\n");
     return 2;
   }
-  if (argc == 4 && std::string{argv[3]} == "stop-signals")
-    ag::install_stop_signals();
   const std::string dir = argv[1];
+  if (mode == "app-handlers")
+    install_app_handlers(dir);
+  if (!mode.empty())
+    ag::install_stop_signals();
   const int n = std::atoi(argv[2]);
   ag::graph_option opt;
   for (int i = 0; i < n; ++i)
@@ -27,8 +79,13 @@ int main(int argc, char** argv) {
   if (FILE* f = std::fopen((dir + "/ready").c_str(), "w"))
     std::fclose(f);
   auto x = rt.full({1024}, 1.0f, ag::device::sim(0));
-  for (;;) { // until killed
-    x = x + x;
-    rt.sync();
+  while (!handled) { // until killed, or an application handler ran
+    try {
+      x = x + x;
+      rt.sync();
+    } catch (const std::exception&) {
+      // The stop-signal clean-up killed the children before the application's handler ran.
+    }
   }
+  return 0;
 }
