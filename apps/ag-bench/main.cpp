@@ -1,7 +1,7 @@
 // ag-bench: actorgraph against its hardware floors, measured in one run (docs/BENCHMARKS.md).
 //
 //   ag-bench [--devices=cuda:0|sim:0|cuda:0,cuda:1,...] [--mode=thread|process|both] [--quick]
-//            [--sweep] [--json=FILE]
+//            [--sweep] [--json=FILE] [--timeline=FILE] [--config-file=FILE] [--version] [--help]
 //
 // Floors: back-to-back launches of the elementwise add on a raw CUDA stream, and one launch with
 // its synchronize; a raw cppzmq ipc round trip and one-way stream between two processes (the
@@ -12,15 +12,17 @@
 // printed with its ratio to its floor. On sim devices the CUDA floors are n/a.
 // --sweep adds per-operator time against the number of operators per sync (the plot in
 // docs/BENCHMARKS.md); --quick makes a run of well under a minute on sim devices.
+// Exit codes (README.md, "Exit codes"): 0 measured, 1 a measurement failed or gave a wrong result,
+// 2 a bad command line, 3 a runtime could not start or --json could not be written.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <iostream>
 #include <map>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -31,13 +33,14 @@
 #include <actorgraph/actorgraph.hpp>
 
 #include "apps/ag-bench/stats.hpp"
+#include "apps/app_config.hpp"
 #include "apps/ag-bench/zmq_floor.hpp"
 #include "cuda/floors.hpp"
 #include "cuda/kernel_stream.hpp"
 
 namespace {
 
-class bench_config : public caf::actor_system_config {
+class bench_config : public ag::app::config {
 public:
   std::string devices;
   std::string mode = "both";
@@ -47,7 +50,7 @@ public:
   std::string timeline;
   std::string zmq_peer; // internal: this program as the peer of the ZMQ floor
 
-  bench_config() {
+  bench_config() : ag::app::config("ag-bench", true) {
     opt_group{custom_options_, "global"}
       .add(devices, "devices,d", "devices (default: cuda:0 when there is a GPU, else sim:0)")
       .add(mode, "mode,m", "thread, process or both")
@@ -60,6 +63,22 @@ public:
 };
 
 using clock_type = std::chrono::steady_clock;
+
+// What the environment refused: a runtime that did not start, a file that cannot be written
+// (exit code 3).
+struct cannot_run : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Constructs a runtime in `rt`.
+void start_runtime(std::optional<ag::runtime>& rt, const ag::graph_option& opt) {
+  try {
+    rt.emplace(opt);
+  } catch (const std::exception& e) {
+    throw cannot_run(std::string{opt.per_device_per_process ? "process" : "thread"} + " mode: "
+                     + e.what());
+  }
+}
 
 double us_since(clock_type::time_point t0) {
   return std::chrono::duration<double, std::micro>(clock_type::now() - t0).count();
@@ -138,13 +157,16 @@ mode_figures measure_mode(const std::vector<ag::device>& devices,
   std::vector<double> startups;
   for (int i = 1; i < n.startups; ++i) {
     const auto t0 = clock_type::now();
-    ag::runtime rt{opt};
+    std::optional<ag::runtime> rt;
+    start_runtime(rt, opt);
     startups.push_back(us_since(t0) / 1e3);
   }
   if (!timeline.empty())
     opt.timeline_path = timeline + (process ? ".process.json" : ".thread.json");
   auto t0 = clock_type::now();
-  ag::runtime rt{opt};
+  std::optional<ag::runtime> started;
+  start_runtime(started, opt);
+  ag::runtime& rt = *started;
   startups.push_back(us_since(t0) / 1e3);
   f.startup_ms = ag::bench::median(startups);
 
@@ -286,34 +308,33 @@ void write_json(const std::string& path, const std::string& devices, bool quick,
   std::ofstream out{path};
   out << o.str();
   if (!out.flush())
-    throw ag::error("--json " + path + ": cannot write");
+    throw cannot_run("--json=" + path + ": cannot write it");
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
+int start(int argc, char** argv) {
   bench_config cfg;
-  if (auto err = cfg.parse(argc, argv)) {
-    std::cerr << "ag-bench: " << caf::to_string(err) << "\n";
-    return 2;
-  }
-  if (cfg.cli_helptext_printed)
-    return 0;
+  if (auto code = cfg.read(argc, argv))
+    return *code;
+  if (!cfg.remainder.empty())
+    return cfg.usage("unexpected argument \"" + cfg.remainder.front() + "\"");
   if (!cfg.zmq_peer.empty())
     return ag::bench::zmq_peer_main(cfg.zmq_peer);
-  if (cfg.mode != "thread" && cfg.mode != "process" && cfg.mode != "both") {
-    std::cerr << "ag-bench: --mode=" << cfg.mode << ": expected thread, process or both\n";
-    return 2;
-  }
+  if (cfg.mode != "thread" && cfg.mode != "process" && cfg.mode != "both")
+    return cfg.usage("--mode=" + cfg.mode + ": expected thread, process or both");
+  std::vector<ag::device> devices;
   try {
-    std::vector<ag::device> devices;
     if (cfg.devices.empty())
       devices = {ag::cuda_device_count() > 0 ? ag::device::cuda(0) : ag::device::sim(0)};
     else
       devices = ag::parse_devices(cfg.devices);
-    if (devices.empty() || std::any_of(devices.begin(), devices.end(),
-                                       [](const ag::device& d) { return d.is_cpu(); }))
-      throw ag::error("--devices: name the devices to measure (cuda:N or sim:N), not cpu");
+  } catch (const std::exception& e) {
+    return cfg.usage("--devices=" + cfg.devices + ": " + e.what());
+  }
+  if (devices.empty() || std::any_of(devices.begin(), devices.end(),
+                                     [](const ag::device& d) { return d.is_cpu(); }))
+    return cfg.usage("--devices=" + cfg.devices
+                     + ": name the devices to measure (cuda:N or sim:N), not cpu or auto");
+  try {
     const sizes& n = cfg.quick ? quick_sizes : full_sizes;
     const std::string self = "/proc/self/exe";
     std::printf("ag-bench: devices %s%s\n", ag::to_string(devices).c_str(),
@@ -375,9 +396,23 @@ int main(int argc, char** argv) {
     }
     if (!cfg.json.empty())
       write_json(cfg.json, ag::to_string(devices), cfg.quick, rows, modes, floors);
+  } catch (const cannot_run& e) {
+    return cfg.fail(ag::app::exit_cannot_run, e.what());
   } catch (const std::exception& e) {
-    std::cerr << "ag-bench: " << e.what() << "\n";
-    return 1;
+    return cfg.fail(ag::app::exit_failed, e.what());
   }
-  return 0;
+  return ag::app::exit_ok;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return start(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ag-bench: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "ag-bench: an unknown exception\n");
+  }
+  return ag::app::exit_failed;
 }

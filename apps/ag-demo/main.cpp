@@ -2,16 +2,20 @@
 // checked against a plain C++ reference computed here, with the time each took; in thread mode,
 // process mode, or both side by side (the default).
 //
-//   ag-demo [--devices=auto|cpu|cuda:N|sim:N,...] [--mode=thread|process]
-//           [--record-trace=FILE] [--timeline=FILE.json] [--help]
+//   ag-demo [--devices=auto|cpu|cuda:N|sim:N,...] [--mode=thread|process] [--size=N]
+//           [--record-trace=FILE] [--timeline=FILE.json] [--config-file=FILE] [--version] [--help]
 //
 // With both modes, FILE gets the mode before its extension: t.thread, t.process.json.
 //
-// Options are CAF's own config options, so CAF's (scheduler.*, logger.*) work here too.
+// Options are CAF's own config options, so CAF's (scheduler.*, logger.*) work here too; a
+// configuration file is read only when --config-file names one.
+// Exit codes (README.md, "Exit codes"): 0 every result matches the reference, 1 a result differs or
+// the run failed, 2 a bad command line, 3 the runtime could not start.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <iostream>
+#include <optional>
+#include <stdexcept>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,9 +26,15 @@
 
 #include <actorgraph/actorgraph.hpp>
 
+#include "apps/app_config.hpp"
+
 namespace {
 
-class demo_config : public caf::actor_system_config {
+// The most elements --size takes: three vectors of it on the cpu fit the default store (1 GiB) with
+// room to spare.
+constexpr int64_t max_size = int64_t{1} << 24;
+
+class demo_config : public ag::app::config {
 public:
   std::string devices = "auto";
   std::string mode; // empty: both, side by side
@@ -32,11 +42,11 @@ public:
   std::string record_trace;
   std::string timeline;
 
-  demo_config() {
+  demo_config() : ag::app::config("ag-demo", true) {
     opt_group{custom_options_, "global"}
       .add(devices, "devices,d", "devices to run on: auto, or a list such as sim:0,sim:1 or cuda:0")
       .add(mode, "mode,m", "thread (a stream actor per device) or process (a child per device); default: both")
-      .add(size, "size,s", "elements of the vectors added on each device")
+      .add(size, "size,s", "elements of the vectors added on each device (1 to 16777216)")
       .add(record_trace, "record-trace", "record every message to the runners into FILE (ag-replay FILE)")
       .add(timeline, "timeline", "write a Chrome trace-event timeline (open it in ui.perfetto.dev)");
   }
@@ -107,9 +117,15 @@ std::string for_mode(const std::string& path, const demo_config& cfg, const std:
   return path.substr(0, dot) + "." + mode + path.substr(dot);
 }
 
-mode_result run(caf::actor_system& sys, const demo_config& cfg, bool process) {
+// A runtime that could not be constructed: the program cannot run here (exit code 3).
+struct cannot_start : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+mode_result run(caf::actor_system& sys, const demo_config& cfg,
+                const std::vector<ag::device>& devices, bool process) {
   ag::graph_option opt;
-  opt.devices = ag::parse_devices(cfg.devices);
+  opt.devices = devices;
   opt.per_device_per_process = process;
   const std::string mode = process ? "process" : "thread";
   opt.trace_path = for_mode(cfg.record_trace, cfg, mode);
@@ -117,7 +133,13 @@ mode_result run(caf::actor_system& sys, const demo_config& cfg, bool process) {
   mode_result out;
   out.mode = mode;
   const auto t_start = clock_type::now();
-  ag::runtime rt{sys, opt};
+  std::optional<ag::runtime> started;
+  try {
+    started.emplace(sys, opt);
+  } catch (const std::exception& e) {
+    throw cannot_start(mode + " mode: " + e.what());
+  }
+  ag::runtime& rt = *started;
   out.ready_ms = ms_since(t_start);
 
   std::vector<ag::device> all{ag::device::cpu()};
@@ -206,19 +228,22 @@ bool print(const std::vector<mode_result>& results) {
   return ok;
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
+int start(int argc, char** argv) {
   demo_config cfg;
-  if (auto err = cfg.parse(argc, argv)) {
-    std::cerr << "ag-demo: " << caf::to_string(err) << "\n";
-    return 2;
-  }
-  if (cfg.cli_helptext_printed)
-    return 0;
-  if (!cfg.mode.empty() && cfg.mode != "thread" && cfg.mode != "process") {
-    std::cerr << "ag-demo: --mode=" << cfg.mode << ": expected thread or process\n";
-    return 2;
+  if (auto code = cfg.read(argc, argv))
+    return *code;
+  if (!cfg.remainder.empty())
+    return cfg.usage("unexpected argument \"" + cfg.remainder.front() + "\"");
+  if (!cfg.mode.empty() && cfg.mode != "thread" && cfg.mode != "process")
+    return cfg.usage("--mode=" + cfg.mode + ": expected thread or process");
+  if (cfg.size < 1 || cfg.size > max_size)
+    return cfg.usage("--size=" + std::to_string(cfg.size) + ": expected 1 to "
+                     + std::to_string(max_size) + " elements");
+  std::vector<ag::device> devices;
+  try {
+    devices = ag::parse_devices(cfg.devices);
+  } catch (const std::exception& e) {
+    return cfg.usage("--devices=" + cfg.devices + ": " + e.what());
   }
   // Ctrl-C or `kill` while it runs: the children and shared memory go with it.
   ag::install_stop_signals();
@@ -227,12 +252,26 @@ int main(int argc, char** argv) {
     std::vector<mode_result> results;
     for (const bool process : {false, true})
       if (cfg.mode.empty() || cfg.mode == (process ? "process" : "thread"))
-        results.push_back(run(sys, cfg, process));
+        results.push_back(run(sys, cfg, devices, process));
     const bool ok = print(results);
     std::printf("%s\n", ok ? "all results match the reference" : "RESULTS DIFFER FROM THE REFERENCE");
-    return ok ? 0 : 1;
-  } catch (const ag::error& e) {
-    std::cerr << "ag-demo: " << e.what() << "\n";
-    return 2;
+    return ok ? ag::app::exit_ok : ag::app::exit_failed;
+  } catch (const cannot_start& e) {
+    return cfg.fail(ag::app::exit_cannot_run, e.what());
+  } catch (const std::exception& e) {
+    return cfg.fail(ag::app::exit_failed, e.what());
   }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return start(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ag-demo: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "ag-demo: an unknown exception\n");
+  }
+  return ag::app::exit_failed;
 }

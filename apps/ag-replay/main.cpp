@@ -4,13 +4,17 @@
 //
 //   ag-replay TRACE [--mode=process|inproc] [--devices=sim:0,...] [--tolerance=REL]
 //                   [--timeout=MS] [--expect=DIGESTS] [--digests=OUT] [--runner=PATH]
+//                   [--config-file=FILE] [--version] [--help]
 //
-// Exit codes: 0 the replay matches; 1 it diverges (the message says where: lane, message id,
-// operator), or its digests differ from --expect; 2 the trace cannot be read, or a bad command line;
-// 3 the replay could not run (a runner did not start).
+// Exit codes (README.md, "Exit codes"): 0 the replay matches; 1 it diverges (the message says
+// where: lane, message id, operator), or its digests differ from --expect; 2 the trace or --expect
+// cannot be read, or a bad command line; 3 the replay could not run (a runner did not start,
+// --digests cannot be written).
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
-#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -19,13 +23,23 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/config_option_adder.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "actorgraph/actorgraph.hpp"
 #include "actors/replay.hpp"
+#include "apps/app_config.hpp"
 #include "ipc/trace.hpp"
 
 namespace {
 
-class replay_config : public caf::actor_system_config {
+// The longest --timeout: a day; past it, deadlines computed from it could overflow the clock.
+constexpr int64_t max_timeout_ms = int64_t{24} * 3600 * 1000;
+// The largest --expect file: digests are a line per read and live operand.
+constexpr std::size_t max_expect_bytes = std::size_t{64} << 20;
+
+class replay_config : public ag::app::config {
 public:
   std::string mode = "process";
   std::string devices;
@@ -35,12 +49,12 @@ public:
   std::string digests;
   std::string runner;
 
-  replay_config() {
+  replay_config() : ag::app::config("ag-replay", true) {
     opt_group{custom_options_, "global"}
       .add(mode, "mode,m", "process (an ag-runner child per device) or inproc (stream actors here)")
       .add(devices, "devices,d", "replay the device lanes on these devices (default: as recorded)")
       .add(tolerance, "tolerance", "largest relative difference of a read element (default 0: bit for bit)")
-      .add(timeout_ms, "timeout", "deadline in ms of every wait (start-up, each acknowledgement)")
+      .add(timeout_ms, "timeout", "deadline in ms of every wait (start-up, each acknowledgement; at most a day)")
       .add(expect, "expect", "a digests file (--digests) the replay must reproduce")
       .add(digests, "digests", "write the digests to this file")
       .add(runner, "runner", "the ag-runner program (default: found as the runtime finds it)");
@@ -50,24 +64,47 @@ public:
 };
 
 // CAF stops reading options at the first argument that is not one: options go first.
-std::vector<char*> options_first(int argc, char** argv) {
-  std::vector<char*> out{argv[0]};
+caf::actor_system_config::string_list options_first(int argc, char** argv) {
+  caf::actor_system_config::string_list out;
   for (int i = 1; i < argc; ++i)
     if (argv[i][0] == '-')
-      out.push_back(argv[i]);
+      out.emplace_back(argv[i]);
   for (int i = 1; i < argc; ++i)
     if (argv[i][0] != '-')
-      out.push_back(argv[i]);
+      out.emplace_back(argv[i]);
   return out;
 }
 
+// The --expect file, a regular file of at most max_expect_bytes.
 std::string read_text(const std::string& path) {
-  std::ifstream in{path};
-  if (!in)
-    throw ag::error("--expect " + path + ": cannot open");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  const auto fail = [&](const std::string& why) { return ag::error("--expect=" + path + ": " + why); };
+  // Non-blocking, so that a FIFO with no writer does not hold the open.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0)
+    throw fail(std::string{"cannot open it: "} + std::strerror(errno));
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } guard{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    throw fail("not a regular file");
+  if (static_cast<std::size_t>(st.st_size) > max_expect_bytes)
+    throw fail("larger than " + std::to_string(max_expect_bytes) + " bytes");
+  std::string text(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t got = 0;
+  while (got < text.size()) {
+    const auto n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      throw fail(std::string{"cannot read it: "} + std::strerror(errno));
+    if (n == 0)
+      break;
+    got += static_cast<std::size_t>(n);
+  }
+  text.resize(got);
+  return text;
 }
 
 // The first line that differs, or empty.
@@ -85,54 +122,54 @@ std::string first_difference(const std::string& want, const std::string& got) {
   }
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
+int start(int argc, char** argv) {
   replay_config cfg;
-  auto args = options_first(argc, argv);
-  if (auto err = cfg.parse(static_cast<int>(args.size()), args.data())) {
-    std::cerr << "ag-replay: " << caf::to_string(err) << "\n";
-    return 2;
-  }
-  if (cfg.cli_helptext_printed)
-    return 0;
-  if (cfg.remainder.size() != 1) {
-    std::cerr << "ag-replay: expected one trace file: ag-replay TRACE [options] (--help)\n";
-    return 2;
-  }
+  if (auto code = cfg.read(options_first(argc, argv)))
+    return *code;
+  if (cfg.remainder.size() != 1)
+    return cfg.usage(cfg.remainder.empty() ? "expected one trace file: ag-replay TRACE [options]"
+                                           : "expected one trace file, got "
+                                               + std::to_string(cfg.remainder.size())
+                                               + " arguments: ag-replay TRACE [options]");
   ag::replay_options opt;
-  if (cfg.mode != "process" && cfg.mode != "inproc") {
-    std::cerr << "ag-replay: --mode=" << cfg.mode << ": expected process or inproc\n";
-    return 2;
-  }
-  if (cfg.timeout_ms <= 0 || cfg.tolerance < 0) {
-    std::cerr << "ag-replay: --timeout must be positive and --tolerance not negative\n";
-    return 2;
+  if (cfg.mode != "process" && cfg.mode != "inproc")
+    return cfg.usage("--mode=" + cfg.mode + ": expected process or inproc");
+  if (cfg.timeout_ms <= 0 || cfg.timeout_ms > max_timeout_ms)
+    return cfg.usage("--timeout=" + std::to_string(cfg.timeout_ms) + ": expected 1 to "
+                     + std::to_string(max_timeout_ms) + " ms");
+  if (!(cfg.tolerance >= 0) || !std::isfinite(cfg.tolerance)) {
+    std::ostringstream given;
+    given << cfg.tolerance;
+    return cfg.usage("--tolerance=" + given.str()
+                     + ": expected a finite relative difference, not negative");
   }
   opt.process = cfg.mode == "process";
   opt.runner_path = cfg.runner;
   opt.tolerance = cfg.tolerance;
   opt.timeout = std::chrono::milliseconds{cfg.timeout_ms};
   const std::string path = cfg.remainder.front();
-  ag::trace::file trace;
-  try {
-    if (!cfg.devices.empty())
+  if (!cfg.devices.empty()) {
+    try {
       opt.devices = ag::parse_devices(cfg.devices);
-    trace = ag::trace::read_file(path);
-  } catch (const std::exception& e) {
-    std::cerr << "ag-replay: " << e.what() << "\n";
-    return 2;
+    } catch (const std::exception& e) {
+      return cfg.usage("--devices=" + cfg.devices + ": " + e.what());
+    }
   }
-  ag::replay_report report;
+  ag::trace::file trace;
   std::string expected;
   try {
+    trace = ag::trace::read_file(path);
     if (!cfg.expect.empty())
       expected = read_text(cfg.expect);
+  } catch (const std::exception& e) {
+    return cfg.fail(ag::app::exit_usage, e.what());
+  }
+  ag::replay_report report;
+  try {
     caf::actor_system sys{cfg};
     report = ag::replay(sys, trace, opt);
   } catch (const std::exception& e) {
-    std::cerr << "ag-replay: " << path << ": cannot replay: " << e.what() << "\n";
-    return 3;
+    return cfg.fail(ag::app::exit_cannot_run, path + ": cannot replay: " + e.what());
   }
   const std::string digests = ag::format_digests(report.digests);
   std::printf("%s: %s replay of %zu records: %llu messages, %llu acknowledgements and %llu reads "
@@ -147,21 +184,32 @@ int main(int argc, char** argv) {
   if (!cfg.digests.empty()) {
     std::ofstream out{cfg.digests};
     out << digests;
-    if (!out.flush()) {
-      std::cerr << "ag-replay: --digests " << cfg.digests << ": cannot write\n";
-      return 3;
-    }
+    if (!out.flush())
+      return cfg.fail(ag::app::exit_cannot_run, "--digests=" + cfg.digests + ": cannot write it");
   }
   if (!report.matched) {
     std::printf("DIVERGED: %s\n", report.divergence.c_str());
-    return 1;
+    return ag::app::exit_failed;
   }
   if (!cfg.expect.empty()) {
     if (auto diff = first_difference(expected, digests); !diff.empty()) {
       std::printf("DIVERGED: digests differ from %s at %s\n", cfg.expect.c_str(), diff.c_str());
-      return 1;
+      return ag::app::exit_failed;
     }
   }
   std::printf("match\n");
-  return 0;
+  return ag::app::exit_ok;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return start(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ag-replay: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "ag-replay: an unknown exception\n");
+  }
+  return ag::app::exit_cannot_run;
 }

@@ -7,8 +7,10 @@
 // It reads its start-up arguments from the SubProcessSync segment NAME, maps the tensor store,
 // starts its own actor system (pusher, the same stream actor as thread mode, subscriber), says it
 // started, and runs until the exit flag is set, a Destroy arrives or its controller is gone.
-// Exit codes: 0 after an orderly exit, 2 bad command line, 3 start-up failed (the reason is left in
-// the segment for the controller), 4 its stream failed to start or stopped.
+// Exit codes (README.md, "Exit codes"): 0 after an orderly exit, 2 bad command line, 3 start-up
+// failed (the reason is left in the segment for the controller), 4 its stream failed to start or
+// stopped. It reads no configuration file: not caf-application.ini from whatever directory the
+// controller runs in, nor --config-file.
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -22,6 +24,7 @@
 #include <zmq.hpp>
 
 #include "actorgraph/error.hpp"
+#include "apps/app_config.hpp"
 #include "actors/protocol.hpp"
 #include "actors/pusher.hpp"
 #include "actors/stream_actor.hpp"
@@ -33,12 +36,12 @@
 
 namespace {
 
-class runner_config : public caf::actor_system_config {
+class runner_config : public ag::app::config {
 public:
   bool remote_runner = false;
   std::string shm_name;
 
-  runner_config() {
+  runner_config() : ag::app::config("ag-runner", false) {
     opt_group{custom_options_, "global"}
       .add(remote_runner, "remote-runner", "run as the child of one device (required)")
       .add(shm_name, "shm-name", "the start-up segment the controller created");
@@ -87,7 +90,7 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
           std::string why = dm.reason ? ag::describe(dm.reason, args.where.str()) : "stopped";
           sync.report_error(why);
           std::fprintf(stderr, "ag-runner %s: %s\n", args.where.str().c_str(), why.c_str());
-          exit_code = 4;
+          exit_code = ag::app::exit_stream_failed;
           running = false;
         },
         caf::after(watch_slice) >> [] {});
@@ -108,33 +111,38 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
   return exit_code;
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
+int start(int argc, char** argv) {
   runner_config cfg;
-  if (auto err = cfg.parse(argc, argv)) {
-    std::fprintf(stderr, "ag-runner: %s\n", caf::to_string(err).c_str());
-    return 2;
-  }
-  if (cfg.cli_helptext_printed)
-    return 0;
-  if (!cfg.remote_runner || cfg.shm_name.empty()) {
-    std::fprintf(stderr, "ag-runner: started by an actorgraph runtime in process mode, as\n"
-                         "  ag-runner --remote-runner --shm-name=NAME\n");
-    return 2;
-  }
+  if (auto code = cfg.read(argc, argv))
+    return *code;
+  if (!cfg.remainder.empty())
+    return cfg.usage("unexpected argument \"" + cfg.remainder.front() + "\"");
+  if (!cfg.remote_runner || cfg.shm_name.empty())
+    return cfg.usage("started by an actorgraph runtime in process mode, as "
+                     "ag-runner --remote-runner --shm-name=NAME");
   ag::sub_process_sync sync;
   try {
     sync = ag::sub_process_sync::open(cfg.shm_name);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ag-runner: %s\n", e.what());
-    return 3;
+    return cfg.fail(ag::app::exit_cannot_run, e.what());
   }
   try {
     return run(cfg, sync);
   } catch (const std::exception& e) {
     sync.report_error(e.what());
-    std::fprintf(stderr, "ag-runner: %s\n", e.what());
-    return 3;
+    return cfg.fail(ag::app::exit_cannot_run, e.what());
   }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return start(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ag-runner: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "ag-runner: an unknown exception\n");
+  }
+  return ag::app::exit_cannot_run;
 }
