@@ -20,19 +20,17 @@ struct sigaction previous[NSIG];
 extern "C" void on_stop_signal(int sig, siginfo_t* info, void* context) {
   cleanup::run();
   const struct sigaction& before = previous[sig];
-  if (before.sa_flags & SA_SIGINFO) {
-    sigset_t saved;
-    ::pthread_sigmask(SIG_BLOCK, &before.sa_mask, &saved);
-    before.sa_sigaction(sig, info, context);
-    ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
-    return;
-  }
-  if (before.sa_handler != SIG_DFL && before.sa_handler != SIG_IGN) {
+  // sa_handler and sa_sigaction share storage: SIG_DFL reads the same through either, whatever
+  // the flags say.
+  if (before.sa_handler != SIG_DFL) {
     // The application's handler decides what happens next: if it returns, the program goes on
     // (its children and shared memory are gone; a runtime's later waits fail naming them).
     sigset_t saved;
     ::pthread_sigmask(SIG_BLOCK, &before.sa_mask, &saved);
-    before.sa_handler(sig);
+    if (before.sa_flags & SA_SIGINFO)
+      before.sa_sigaction(sig, info, context);
+    else
+      before.sa_handler(sig);
     ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
     return;
   }
@@ -53,7 +51,7 @@ void install_stop_signals() {
         continue;
       // Ignored (SIGHUP under nohup, SIGINT in a background job, or by the application's choice):
       // it stays ignored.
-      if (!(before.sa_flags & SA_SIGINFO) && before.sa_handler == SIG_IGN)
+      if (before.sa_handler == SIG_IGN)
         continue;
       previous[sig] = before;
       struct sigaction ours {};
