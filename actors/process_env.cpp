@@ -1,8 +1,6 @@
 #include "actors/process_env.hpp"
 
-#include <cstdio>
 #include <cstdlib>
-#include <random>
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -16,14 +14,6 @@
 namespace ag {
 
 namespace {
-
-std::string random_tag() {
-  std::random_device rd;
-  const uint64_t x = (uint64_t{rd()} << 32) | rd();
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(x));
-  return buf;
-}
 
 bool executable(const std::string& path) { return !path.empty() && ::access(path.c_str(), X_OK) == 0; }
 
@@ -88,12 +78,12 @@ void cleanup_slots::add(const std::string& path, bool is_dir) {
 
 process_env::process_env(std::size_t store_bytes, std::size_t device_lanes,
                          const std::string& runner_path) {
-  // Names of this runtime's shared memory begin with its pid, so that what a dead runtime left can
-  // be told from what a live one holds.
-  const std::string prefix = "ag-" + std::to_string(::getpid()) + "-" + random_tag();
   remove_leftovers(tmp_dir());
   setup_.runner_path = find_runner(runner_path);
   dir_ = runtime_dir::create();
+  // This runtime's shared memory is named after its directory, "ag-<pid>-actorgraph-<tag>", whose
+  // owner marker lets a later runtime remove it once this process is gone, and nothing else.
+  const std::string prefix = dir_.name();
   store_ = tensor_store::create_shared("/" + prefix + "-store", store_bytes);
   // What a stop signal must remove if it ends the program before this environment ends.
   cleanup_.add("/dev/shm" + store_.name(), false);
@@ -101,6 +91,7 @@ process_env::process_env(std::size_t store_bytes, std::size_t device_lanes,
     cleanup_.add("/dev/shm/" + prefix + "-sync-" + std::to_string(lane), false);
   for (const char* endpoint : {"/pub", "/pull"})
     cleanup_.add(dir_.path() + endpoint, false);
+  cleanup_.add(dir_.marker_path(), false);
   cleanup_.add(dir_.path(), true);
   setup_.zmq = std::make_shared<zmq::context_t>(1);
   setup_.pub_endpoint = dir_.endpoint("pub");

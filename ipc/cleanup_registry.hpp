@@ -9,9 +9,9 @@
 
 namespace ag::cleanup {
 
-// Registers a file to unlink (is_dir: a directory to remove once empty); returns a slot for
-// forget(), or -1 when the table is full (the entry is then left to the next runtime's clean-up
-// of dead runtimes' names).
+// Registers a file to unlink (is_dir: a directory to remove once empty; neither follows a
+// symlink); returns a slot for forget(), or -1 when the table is full (the entry is then left to
+// the next runtime's clean-up of dead runtimes, ipc/leftovers.hpp).
 int remember_path(const std::string& path, bool is_dir) noexcept;
 // Registers a child to SIGKILL; returns a slot for forget_pid(), or -1 when the table is full.
 int remember_pid(pid_t pid) noexcept;

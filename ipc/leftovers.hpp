@@ -1,24 +1,58 @@
-// Removes what runtimes that died without shutting down left behind: their shared-memory objects
-// (/dev/shm/ag-<pid>-<tag>-...) and runtime directories ($TMPDIR/ag-<pid>-XXXXXX). A runtime's
-// names carry its pid; only names of this user whose pid no longer runs are removed, so a live
-// runtime's are never touched.
+// Removes what runtimes that died without shutting down left behind: their runtime directories
+// ($TMPDIR/ag-<pid>-actorgraph-<tag>) and the shared-memory objects named after them
+// (/dev/shm/ag-<pid>-actorgraph-<tag>-store, ...-sync-<lane>). A name alone proves nothing: a
+// directory is only ours when it holds an owner marker (magic line, pid, process start time, boot
+// id) that this user wrote, and it is only removed once that process is provably gone.
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 namespace ag {
+
+// The marker every runtime directory holds, naming the process that made it.
+inline constexpr const char* owner_marker_file = "owner";
+inline constexpr const char* owner_marker_magic = "actorgraph runtime directory v1";
+
+// Who a process is: its pid, its start time (clock ticks after boot, field 22 of
+// /proc/<pid>/stat) and the boot it runs in (/proc/sys/kernel/random/boot_id). A pid that is
+// reused, or survives in a file across a reboot, names a different identity.
+struct process_identity {
+  long pid = 0;
+  unsigned long long start_time = 0;
+  std::string boot_id;
+};
+
+// The identity of `pid` as it runs now; nullopt when it does not run (no such process, or a
+// zombie) or /proc cannot tell.
+std::optional<process_identity> identity_of(long pid);
+
+// The marker's text for `owner`, and back. parse_owner_marker accepts exactly what
+// owner_marker_text writes, else nullopt.
+std::string owner_marker_text(const process_identity& owner);
+std::optional<process_identity> parse_owner_marker(const std::string& text);
+
+// True only when the process a marker names has provably ended: its pid does not run, or runs
+// with another start time (reused), or the marker was written in another boot. Anything /proc
+// cannot settle counts as alive.
+bool owner_gone(const process_identity& recorded);
+
+// "ag-<pid>-actorgraph-<16 lowercase hex>" -> pid; 0 for any other name.
+long runtime_dir_owner(const std::string& name) noexcept;
 
 struct leftovers_removed {
   std::size_t shm_objects = 0;
   std::size_t directories = 0;
 };
 
-// Scans /dev/shm and tmp_dir; never throws.
+// Removes, for every directory in tmp_dir that is a dead runtime's (the name's shape, a real
+// directory of this user with no access for others, a regular marker file of this user that
+// parses and names the pid in the name, and an owner that is gone): the regular shared-memory
+// objects of this user named <dir's name>-store and <dir's name>-sync-<lane>, then the files in
+// the directory, the marker, the directory. Symlinks are never followed; a directory holding a
+// subdirectory is left whole. Never throws.
 leftovers_removed remove_leftovers(const std::string& tmp_dir) noexcept;
-
-// The pid in an actorgraph name "ag-<pid>-...", or 0 when `name` is not one.
-long owner_pid(const std::string& name) noexcept;
 
 // The directory runtimes put their endpoints under: $TMPDIR, else /tmp.
 std::string tmp_dir();

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "actorgraph/error.hpp"
@@ -38,11 +39,38 @@ std::byte* map_shared(int fd, std::size_t bytes, const std::string& name) {
   return static_cast<std::byte*>(p);
 }
 
+// Free bytes of the file system behind POSIX shared memory; nullopt when it has no size limit
+// (a tmpfs mounted with size=0 reports no blocks at all) or cannot be asked.
+std::optional<uint64_t> shm_free_bytes() {
+  struct statvfs vfs {};
+  if (::statvfs("/dev/shm", &vfs) != 0 || vfs.f_blocks == 0)
+    return std::nullopt;
+  return uint64_t{vfs.f_bavail} * uint64_t{vfs.f_frsize};
+}
+
 } // namespace
+
+std::optional<std::string> shm_space_refusal(const std::string& name, std::size_t bytes,
+                                             uint64_t free_bytes) {
+  if (bytes <= free_bytes)
+    return std::nullopt;
+  return "tensor store " + name + ": " + std::to_string(bytes) + " bytes asked but /dev/shm has only "
+         + std::to_string(free_bytes) + " bytes free; set graph_option::store_bytes lower or "
+         "enlarge /dev/shm (docker: --shm-size)";
+}
 
 tensor_store tensor_store::create_shared(const std::string& name, std::size_t bytes) {
   if (bytes == 0)
     throw error("tensor store " + name + ": size must be positive");
+  // The object stays sparse, so a store larger than /dev/shm's free space is created without
+  // complaint and the first write past the limit kills the program with SIGBUS (Docker gives a
+  // container 64 MiB). posix_fallocate would turn that into an error here, but on tmpfs it
+  // commits every page at once: the default 1 GiB store would cost 1 GiB of memory before the
+  // first tensor. So the store is refused at start-up when it does not fit the free space now.
+  // Space that other processes take later is not reserved; that still ends in SIGBUS.
+  if (const auto free_bytes = shm_free_bytes())
+    if (auto why = shm_space_refusal(name, bytes, *free_bytes))
+      throw error(*why);
   const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0)
     throw error("tensor store " + name + ": cannot create: " + std::strerror(errno));

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -17,6 +19,8 @@ public:
 
   // kFile, controller side: creates the shared-memory object `name` ("/ag-...", mode 0600, must
   // not exist) of `bytes` bytes and maps it; the object is unlinked when this store is destroyed.
+  // Refuses (ag::error, see shm_space_refusal) a store larger than /dev/shm has free, which would
+  // otherwise end the program with SIGBUS once tensors reach the limit.
   static tensor_store create_shared(const std::string& name, std::size_t bytes);
 
   // kFile, child side: maps the existing object `name`, which must hold exactly `bytes` bytes.
@@ -48,5 +52,11 @@ private:
 };
 
 static_assert(std::is_nothrow_move_constructible_v<tensor_store>);
+
+// Why a shared store `name` of `bytes` bytes cannot be created when the file system of /dev/shm
+// has `free_bytes` free (statvfs: f_bavail * f_frsize), or nullopt when it fits. The message says
+// what was asked, what is free and what to change.
+std::optional<std::string> shm_space_refusal(const std::string& name, std::size_t bytes,
+                                             std::uint64_t free_bytes);
 
 } // namespace ag

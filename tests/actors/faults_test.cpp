@@ -208,7 +208,7 @@ TEST_CASE("two runtimes side by side have their own endpoints and shared memory,
   REQUIRE(dirs.size() == 2);
   for (const auto& d : dirs) {
     CHECK(mode_of(tmp.path + "/" + d) == 0700);
-    CHECK(list_dir(tmp.path + "/" + d).size() == 2); // pub and pull
+    CHECK(list_dir(tmp.path + "/" + d).size() == 3); // pub, pull and the owner marker
   }
   const auto shm = my_shm();
   CHECK(shm.size() == 4);

@@ -1,17 +1,28 @@
 // Tests of ipc/tensor_store: bounds checks that cannot overflow, a shared store whose creator and
-// opener see each other's writes, and a shared-memory object (mode 0600) that goes with its
-// creator only, however the stores are moved.
+// opener see each other's writes, a shared-memory object (mode 0600) that goes with its creator
+// only, however the stores are moved, and a store /dev/shm cannot back refused at creation rather
+// than ending in SIGBUS.
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
 #include <utility>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "actorgraph/error.hpp"
@@ -219,4 +230,144 @@ TEST_CASE("move assignment transfers ownership and releases what the target held
     CHECK(a.size() == 8192);
   }
   CHECK_FALSE(exists(shm_path(second)));
+}
+
+TEST_CASE("a shared store is refused exactly when it is larger than /dev/shm's free space, "
+          "with both sizes and what to set",
+          "[ipc]") {
+  constexpr std::size_t mib = std::size_t{1} << 20;
+  CHECK_FALSE(ag::shm_space_refusal("/s", 64 * mib, 64 * mib));
+  CHECK_FALSE(ag::shm_space_refusal("/s", 1, 64 * mib));
+  CHECK(ag::shm_space_refusal("/s", 64 * mib + 1, 64 * mib));
+  CHECK(ag::shm_space_refusal("/s", 1, 0));
+  const auto why = ag::shm_space_refusal("/ag-1-actorgraph-0123456789abcdef-store", 1024 * mib,
+                                         64 * mib);
+  REQUIRE(why);
+  CHECK(*why
+        == "tensor store /ag-1-actorgraph-0123456789abcdef-store: 1073741824 bytes asked but "
+           "/dev/shm has only 67108864 bytes free; set graph_option::store_bytes lower or enlarge "
+           "/dev/shm (docker: --shm-size)");
+}
+
+TEST_CASE("a shared store larger than /dev/shm's free space is refused and leaves nothing",
+          "[ipc]") {
+  struct statvfs vfs {};
+  REQUIRE(::statvfs("/dev/shm", &vfs) == 0);
+  if (vfs.f_blocks == 0) {
+    WARN("skipped: /dev/shm has no size limit, so no store is too large for it");
+    return;
+  }
+  const uint64_t free_bytes = uint64_t{vfs.f_bavail} * vfs.f_frsize;
+  // Sparse, so without the check this would be created and fail only at the first write past the
+  // free space, with SIGBUS.
+  const std::size_t asked = static_cast<std::size_t>(free_bytes) + (std::size_t{64} << 20);
+  const auto name = unique_name();
+  CHECK_THROWS_WITH(tensor_store::create_shared(name, asked),
+                    Catch::Contains(name) && Catch::Contains(std::to_string(asked) + " bytes asked")
+                      && Catch::Contains("graph_option::store_bytes"));
+  CHECK_FALSE(exists(shm_path(name)));
+}
+
+namespace {
+
+constexpr int child_skipped = 77;
+
+// Runs in a forked child that touches neither CAF nor CUDA: a private mount namespace with a
+// 16 MiB tmpfs on /dev/shm, where a 64 MiB store must be refused with ag::error and a 4 MiB one
+// must be writable to its last byte. Writes what it saw to `out` and exits 0 (as expected), 1
+// (not as expected) or child_skipped (no way to mount: not root, or no unshare).
+void small_dev_shm_child(int out, const std::string& name) {
+  auto finish = [&](int code, const std::string& text) {
+    (void)!::write(out, text.data(), text.size());
+    ::_exit(code);
+  };
+  if (::geteuid() != 0)
+    finish(child_skipped, "not root: mounting a tmpfs on /dev/shm needs root");
+  if (::unshare(CLONE_NEWNS) != 0)
+    finish(child_skipped, std::string{"unshare(CLONE_NEWNS): "} + std::strerror(errno));
+  // Private first, so that the small tmpfs never shows in the test's own /dev/shm.
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    finish(child_skipped, std::string{"making / private: "} + std::strerror(errno));
+  if (::mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=1777") != 0)
+    finish(child_skipped, std::string{"mounting a 16 MiB tmpfs: "} + std::strerror(errno));
+  std::string refusal;
+  try {
+    auto s = tensor_store::create_shared(name, std::size_t{64} << 20);
+    finish(1, "a 64 MiB store was created in a 16 MiB /dev/shm");
+  } catch (const ag::error& e) {
+    refusal = e.what();
+  }
+  struct stat st {};
+  if (::stat(shm_path(name).c_str(), &st) == 0)
+    finish(1, "the refused store was left in /dev/shm");
+  try {
+    const std::size_t size = std::size_t{4} << 20;
+    auto s = tensor_store::create_shared(name, size);
+    std::memset(s.base(), 0xa5, size);
+    for (std::size_t i = 0; i < size; ++i)
+      if (s.base()[i] != std::byte{0xa5})
+        finish(1, "byte " + std::to_string(i) + " of the 4 MiB store did not keep its value");
+  } catch (const ag::error& e) {
+    finish(1, std::string{"a 4 MiB store failed: "} + e.what());
+  }
+  if (::stat(shm_path(name).c_str(), &st) == 0)
+    finish(1, "the 4 MiB store was left in /dev/shm");
+  finish(0, refusal);
+}
+
+} // namespace
+
+TEST_CASE("in a 16 MiB /dev/shm a 64 MiB store is an error, not SIGBUS, and a 4 MiB store is "
+          "writable to its last byte",
+          "[ipc]") {
+  using namespace std::chrono;
+  const auto name = unique_name();
+  int pipe_fds[2];
+  REQUIRE(::pipe2(pipe_fds, O_CLOEXEC) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(pipe_fds[0]);
+    std::signal(SIGBUS, SIG_DFL); // die of it, without Catch's report in the child
+    small_dev_shm_child(pipe_fds[1], name);
+    ::_exit(1); // it ends with _exit of its own
+  }
+  ::close(pipe_fds[1]);
+  // Read until the child closes its end, then reap it; 20 s in all, then it is killed.
+  const auto deadline = steady_clock::now() + 20s;
+  std::string text;
+  for (;;) {
+    const auto left = duration_cast<milliseconds>(deadline - steady_clock::now()).count();
+    pollfd p{pipe_fds[0], POLLIN, 0};
+    if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0)
+      break;
+    char buf[512];
+    const auto n = ::read(pipe_fds[0], buf, sizeof buf);
+    if (n <= 0)
+      break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(pipe_fds[0]);
+  int status = 0;
+  pid_t reaped = 0;
+  while ((reaped = ::waitpid(pid, &status, WNOHANG)) == 0 && steady_clock::now() < deadline)
+    std::this_thread::sleep_for(5ms);
+  if (reaped == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    FAIL("the child did not finish within 20 s");
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == child_skipped) {
+    WARN("skipped: cannot mount a small tmpfs on /dev/shm here (" << text << ")");
+    return;
+  }
+  INFO("the child " << (WIFSIGNALED(status) ? "was killed by signal " : "exited with code ")
+                    << (WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status)) << ": "
+                    << text);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  CHECK(text
+        == "tensor store " + name + ": 67108864 bytes asked but /dev/shm has only 16777216 bytes "
+           "free; set graph_option::store_bytes lower or enlarge /dev/shm (docker: --shm-size)");
+  CHECK_FALSE(exists(shm_path(name)));
 }
