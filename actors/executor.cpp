@@ -13,12 +13,14 @@
 
 #include <caf/all.hpp>
 
+#include "actors/flow_control.hpp"
 #include "actors/process_env.hpp"
 #include "actors/protocol.hpp"
 #include "actors/publisher.hpp"
 #include "actors/puller.hpp"
 #include "actors/runner_proxy.hpp"
 #include "actors/stream_actor.hpp"
+#include "graph/deadline.hpp"
 #include "graph/op.hpp"
 #include "ipc/store_allocator.hpp"
 #include "ipc/timeline.hpp"
@@ -45,6 +47,13 @@ struct entry {
   std::vector<dependency> deps; // on other lanes only; empty for nearly every operator
 };
 
+// The credit of one submitted operator, given back once operator `index` of the lane that holds
+// this record has run. `charged`: the lane the user's thread took it on.
+struct credit {
+  uint64_t index;
+  uint32_t charged;
+};
+
 struct lane {
   device dev;
   caf::actor runner; // a stream actor, or (remote) the runner proxy of the lane's child
@@ -64,6 +73,10 @@ struct lane {
   std::deque<uint64_t> in_flight; // entries_sent after each batch not yet acknowledged
   std::size_t device_live_bytes = 0;
   uint64_t broadcasts_received = 0; // remote: Execute messages its child has read
+  std::deque<credit> credits;       // in index order
+  // Remote: when its child last showed progress (read a broadcast, acknowledged), or when it last
+  // fell behind after having read everything.
+  steady_clock::time_point last_progress = steady_clock::now();
 };
 
 // Where the executor keeps an operand: on a device lane by id, or (cpu) in a store range written
@@ -107,6 +120,18 @@ struct pending_sync {
   std::vector<uint64_t> entries; // per lane
 };
 
+// A request that arrived while an earlier operator waits for store space: everything after such an
+// operator waits behind it, in arrival order, so that no operator is placed before one it uses.
+struct held_request {
+  enum class kind : uint8_t { submit, release, sync, fetch };
+  kind what = kind::submit;
+  op_request req;                 // submit
+  operand_id operand = 0;         // release, fetch
+  caf::response_promise promise;  // sync, fetch
+  uint64_t wait_id = 0;           // sync, fetch: the id of its deadline
+  bool answered = false;          // sync, fetch: its deadline passed while it was held
+};
+
 // One Execute broadcast, for the bound on what a child that does not read makes the controller
 // queue.
 struct broadcast_rec {
@@ -138,7 +163,15 @@ struct executor_state {
   uint64_t broadcast_seq = 0;
   uint64_t broadcast_bytes = 0;
   std::size_t max_queued_bytes = std::numeric_limits<std::size_t>::max();
+  std::chrono::milliseconds progress_timeout = std::chrono::milliseconds::max();
+  bool progress_check_scheduled = false;
+  std::shared_ptr<flow_control> flow;
+  std::deque<held_request> held;
+  std::unordered_map<operand_id, uint32_t> held_refs; // operands the held operators name
+  uint64_t store_wait_id = 0;   // the deadline of the held head's wait for store space
+  bool store_wait_over = false; // that deadline passed: the head fails instead of waiting
   caf::response_promise shutdown_waiter;
+  std::string shutdown_problems; // what went wrong as the runners stopped; empty: nothing
   bool flush_scheduled = false;
   bool stopping = false;
   // Failures not yet reported by a sync(): the first, and how many more.
@@ -201,6 +234,18 @@ struct executor_state {
 
 using executor_actor = caf::stateful_actor<executor_state>;
 
+// What became of a submitted operator: waiting for store space, or retired once the operator
+// `retire` has run (index 0: nothing left to run; it was stored at once or not run at all).
+struct placement {
+  bool no_space = false;
+  dependency retire;
+};
+
+// The progress watchdog looks this often at children that are behind.
+std::chrono::milliseconds progress_slice(std::chrono::milliseconds timeout) {
+  return std::clamp(timeout / 4, std::chrono::milliseconds{10}, std::chrono::milliseconds{250});
+}
+
 // Upper bound of an Execute message's encoded size (docs/PROTOCOL.md): header, lengths, and 85
 // bytes per operator, 8 per released operand.
 uint64_t wire_bytes(const wire::execute_msg& m) {
@@ -261,10 +306,22 @@ public:
   }
 
   std::string store_full(uint64_t bytes, const std::string& what) const {
-    return "store full: " + what + " needs " + std::to_string(bytes) + " bytes; "
-           + std::to_string(st_.store->live_bytes()) + " of "
-           + std::to_string(st_.store->capacity())
-           + " bytes are held (graph_option::store_bytes)";
+    std::string why = "store full: " + what + " needs " + std::to_string(bytes) + " bytes; "
+                      + std::to_string(st_.store->live_bytes()) + " of "
+                      + std::to_string(st_.store->capacity())
+                      + " bytes are held (graph_option::store_bytes)";
+    if (st_.store_wait_over)
+      why += "; no acknowledgement freed enough within " + duration_string(st_.wait_timeout);
+    return why;
+  }
+
+  // No store range for `bytes` now: the operator waits when acknowledgements still to come will
+  // free ranges (and its deadline has not passed); otherwise its result is tainted with why.
+  placement no_space(operand_id out, uint64_t bytes, const std::string& what) {
+    if (!st_.frees.empty() && bytes <= st_.store->capacity() && !st_.store_wait_over)
+      return {true, {}};
+    taint(out, store_full(bytes, what));
+    return {};
   }
 
   // Frees a store range once every operator issued so far has run.
@@ -304,22 +361,145 @@ public:
     return {};
   }
 
-  void submit(op_request& req) {
-    const auto l = lane_of(req.where);
-    if (auto why = blocker(req, l); !why.empty())
-      return taint(req.out, std::move(why));
-    const uint64_t bytes = req.count * sizeof(float);
-    switch (req.kind) {
-      case op_kind::upload: return upload(*l, req, bytes);
-      case op_kind::copy: return move(*l, req, bytes);
-      default: return compute(*l, req);
+  // An operator from a user's thread, in arrival order: behind the held ones, if any.
+  void on_submit(op_request& req) {
+    if (!st_.held.empty())
+      return hold(std::move(req));
+    if (!try_submit(req)) {
+      hold(std::move(req));
+      start_store_wait();
     }
   }
 
-  void upload(uint32_t l, op_request& req, uint64_t bytes) {
+  void on_release(operand_id id) {
+    if (!st_.held.empty() && st_.held_refs.count(id) > 0) { // a held operator names it
+      held_request h;
+      h.what = held_request::kind::release;
+      h.operand = id;
+      st_.held.push_back(std::move(h));
+      return;
+    }
+    release(id);
+  }
+
+  void hold(op_request&& req) {
+    for (operand_id id : {req.out, req.a, req.b})
+      if (id != 0)
+        ++st_.held_refs[id];
+    held_request h;
+    h.what = held_request::kind::submit;
+    h.req = std::move(req);
+    st_.held.push_back(std::move(h));
+  }
+
+  void unhold(const op_request& req) {
+    for (operand_id id : {req.out, req.a, req.b})
+      if (auto it = st_.held_refs.find(id); id != 0 && it != st_.held_refs.end() && --it->second == 0)
+        st_.held_refs.erase(it);
+  }
+
+  // A sync or fetch that arrived behind held operators: answered once they are placed.
+  void hold_wait(held_request::kind what, caf::response_promise rp, operand_id id, uint64_t wid) {
+    held_request h;
+    h.what = what;
+    h.promise = std::move(rp);
+    h.operand = id;
+    h.wait_id = wid;
+    st_.held.push_back(std::move(h));
+  }
+
+  // The held head waits for store space until wait_timeout; then it fails with "store full".
+  void start_store_wait() {
+    st_.store_wait_over = false;
+    st_.store_wait_id = st_.next_wait_id++;
+    if (!no_deadline(st_.wait_timeout))
+      self_->delayed_send(self_, st_.wait_timeout, expire_atom::value, st_.store_wait_id);
+  }
+
+  // Places what was held, in order, until an operator still finds no store space.
+  void drain_held() {
+    bool moved = false;
+    while (!st_.held.empty()) {
+      auto& h = st_.held.front();
+      switch (h.what) {
+        case held_request::kind::submit:
+          if (!try_submit(h.req)) {
+            if (moved) // a new head: its own deadline
+              start_store_wait();
+            return schedule_flush();
+          }
+          unhold(h.req);
+          break;
+        case held_request::kind::release:
+          release(h.operand);
+          break;
+        case held_request::kind::sync:
+          if (!h.answered)
+            st_.syncs.push_back({h.wait_id, std::move(h.promise), st_.entries_now()});
+          break;
+        case held_request::kind::fetch:
+          if (!h.answered && !answer_fetch(h.promise, h.operand))
+            st_.fetches.push_back({h.wait_id, std::move(h.promise), h.operand});
+          break;
+      }
+      st_.held.pop_front();
+      moved = true;
+    }
+    st_.store_wait_over = false;
+    if (moved)
+      schedule_flush();
+  }
+
+  // Places one operator and settles its credit; false (nothing changed) while it waits for space.
+  bool try_submit(op_request& req) {
+    const auto l = lane_of(req.where);
+    placement p;
+    if (auto why = blocker(req, l); !why.empty())
+      taint(req.out, std::move(why));
+    else
+      p = place(*l, req);
+    if (p.no_space)
+      return false;
+    if (st_.flow && l) {
+      st_.flow->release_bytes(req.data.size() * sizeof(float));
+      if (p.retire.index == 0)
+        st_.flow->release(*l, 1);
+      else
+        st_.lanes[p.retire.lane].credits.push_back({p.retire.index, *l});
+    }
+    return true;
+  }
+
+  // Gives back the credits of the operators lane l has run (all of them once it failed).
+  void retire(uint32_t l) {
+    auto& ln = st_.lanes[l];
+    if (!st_.flow) {
+      ln.credits.clear();
+      return;
+    }
+    const bool all = !ln.failed.empty();
+    std::vector<uint64_t> back(st_.lanes.size(), 0);
+    while (!ln.credits.empty() && (all || ln.credits.front().index <= ln.done)) {
+      ++back[ln.credits.front().charged];
+      ln.credits.pop_front();
+    }
+    for (uint32_t i = 0; i < back.size(); ++i)
+      st_.flow->release(i, back[i]);
+  }
+
+  placement place(uint32_t l, op_request& req) {
+    const uint64_t bytes = req.count * sizeof(float);
+    switch (req.kind) {
+      case op_kind::upload: return upload(l, req, bytes);
+      case op_kind::copy: return move(l, req, bytes);
+      default: return compute(l, req);
+    }
+  }
+
+  placement upload(uint32_t l, op_request& req, uint64_t bytes) {
     auto off = st_.store->allocate(bytes);
     if (!off)
-      return taint(req.out, store_full(bytes, "from_vector -> #" + std::to_string(req.out)));
+      return no_space(req.out, bytes, "from_vector -> #" + std::to_string(req.out));
     if (bytes > 0) // an empty vector's data() may be null, which memcpy must not get
       std::memcpy(st_.store_base + *off, req.data.data(), bytes);
     if (st_.trace) {
@@ -330,21 +510,22 @@ public:
     }
     if (l == cpu_lane) {
       st_.tensors[req.out] = placed(cpu_lane, *off, bytes, {});
-      return;
+      return {};
     }
     op_desc op;
     op.kind = op_kind::copy;
     op.out = {req.out, operand_ref::no_offset};
     op.a = {0, *off};
     op.count = req.count;
-    enqueue(l, op);
+    const uint64_t index = enqueue(l, op);
     st_.tensors[req.out] = placed(l, operand_ref::no_offset, bytes, {});
     free_later(*off, bytes);
+    return {false, {l, index}};
   }
 
   // An explicit move: the source writes the store, the destination reads it once the source
   // acknowledged (the dependency holds the destination's half back).
-  void move(uint32_t dst, op_request& req, uint64_t bytes) {
+  placement move(uint32_t dst, op_request& req, uint64_t bytes) {
     const tensor_rec src = st_.tensors.at(req.a);
     op_desc op;
     op.kind = op_kind::copy;
@@ -352,32 +533,32 @@ public:
     if (src.lane == cpu_lane) { // store -> device
       op.out = {req.out, operand_ref::no_offset};
       op.a = {req.a, src.offset};
-      enqueue(dst, op, {src.writer});
+      const uint64_t index = enqueue(dst, op, {src.writer});
       st_.tensors[req.out] = placed(dst, operand_ref::no_offset, bytes, {});
-      return;
+      return {false, {dst, index}};
     }
     auto off = st_.store->allocate(bytes);
     if (!off)
-      return taint(req.out, store_full(bytes, "to(" + req.where.str() + ") -> #"
-                                                   + std::to_string(req.out)));
+      return no_space(req.out, bytes, "to(" + req.where.str() + ") -> #" + std::to_string(req.out));
     op.a = {req.a, operand_ref::no_offset};
     op.out = {dst == cpu_lane ? req.out : 0, *off};
     const dependency written{src.lane, enqueue(src.lane, op)};
     if (dst == cpu_lane) { // device -> store: the store range is the cpu tensor
       st_.tensors[req.out] = placed(cpu_lane, *off, bytes, written);
-      return;
+      return {false, written};
     }
     op_desc read; // device -> staging range -> device
     read.kind = op_kind::copy;
     read.count = req.count;
     read.out = {req.out, operand_ref::no_offset};
     read.a = {0, *off};
-    enqueue(dst, read, {written});
+    const uint64_t index = enqueue(dst, read, {written});
     st_.tensors[req.out] = placed(dst, operand_ref::no_offset, bytes, {});
     free_later(*off, bytes);
+    return {false, {dst, index}};
   }
 
-  void compute(uint32_t l, op_request& req) {
+  placement compute(uint32_t l, op_request& req) {
     op_desc op;
     op.kind = req.kind;
     op.count = req.count;
@@ -402,11 +583,12 @@ public:
     if (l == cpu_lane) {
       auto off = st_.store->allocate(bytes);
       if (!off)
-        return taint(req.out, store_full(bytes, op_name(req)));
+        return no_space(req.out, bytes, op_name(req));
       op.out.offset = *off;
     }
     const uint64_t index = enqueue(l, op, {deps[0], deps[1]});
     st_.tensors[req.out] = placed(l, op.out.offset, bytes, {l, index});
+    return {false, {l, index}};
   }
 
   void release(operand_id id) {
@@ -465,7 +647,9 @@ public:
     }
     if (!ln.ready)
       fail_startup("runner of " + ln.dev.str() + " stopped before it was ready: " + why);
+    retire(l);
     dispatch();
+    check_queued(); // a failed lane no longer holds the others back
     collect();
   }
 
@@ -521,10 +705,15 @@ public:
     }
     // One broadcast serves every child (each runs the batch of its own lane).
     if (!broadcast.batches.empty()) {
+      const auto now = steady_clock::now();
+      for (auto& ln : st_.lanes) // a child that had read everything starts its watch now
+        if (ln.remote && ln.broadcasts_received >= st_.broadcast_seq)
+          ln.last_progress = now;
       st_.broadcast_bytes += wire_bytes(broadcast);
       st_.broadcasts.push_back({++st_.broadcast_seq, st_.broadcast_bytes});
       self_->send(st_.publisher, publish_atom::value, std::move(broadcast));
       check_queued();
+      schedule_progress_check();
     }
     if (st_.timeline && batches > 0)
       st_.timeline->span(::getpid(), 0, "dispatch", "executor", began, timeline::clock::now(),
@@ -545,22 +734,21 @@ public:
     st_.trace->write(live);
   }
 
-  // A child that falls more than max_queued_bytes behind is failed and killed: the PUB socket
-  // queues for it without limit (sndhwm = 0), and killing it drops that queue.
+  // The PUB socket queues for a child without limit (sndhwm = 0): while one is more than
+  // max_queued_bytes behind, the user's threads wait before submitting more. A child that is
+  // behind but reading is never failed for it; one that reads nothing is, by the watchdog.
   void check_queued() {
     uint64_t oldest_needed = st_.broadcast_seq;
+    std::string over;
     for (uint32_t l = 0; l < st_.lanes.size(); ++l) {
       auto& ln = st_.lanes[l];
       if (!ln.remote || !ln.failed.empty())
         continue;
       const uint64_t behind = behind_bytes(ln);
-      if (behind > st_.max_queued_bytes) {
-        self_->send(ln.runner, kill_atom::value);
-        fail_lane(l, ln.dev.str() + " does not read its broadcasts: " + std::to_string(behind)
-                       + " bytes are queued for it (graph_option::max_queued_bytes = "
-                       + std::to_string(st_.max_queued_bytes) + "); its child was killed");
-        continue;
-      }
+      if (behind > st_.max_queued_bytes && over.empty())
+        over = ln.dev.str() + " is " + std::to_string(behind)
+               + " bytes behind in reading its broadcasts (graph_option::max_queued_bytes = "
+               + std::to_string(st_.max_queued_bytes) + ")";
       oldest_needed = std::min(oldest_needed, ln.broadcasts_received);
     }
     while (!st_.broadcasts.empty() && st_.broadcasts.front().seq <= oldest_needed) {
@@ -568,7 +756,51 @@ public:
       st_.broadcast_base_bytes = st_.broadcasts.front().cumulative;
       st_.broadcasts.pop_front();
     }
+    if (!st_.flow)
+      return;
+    if (over.empty())
+      st_.flow->resume();
+    else
+      st_.flow->hold(std::move(over));
   }
+
+  void schedule_progress_check() {
+    if (st_.progress_check_scheduled || no_deadline(st_.progress_timeout))
+      return;
+    st_.progress_check_scheduled = true;
+    self_->delayed_send(self_, progress_slice(st_.progress_timeout), progress_atom::value);
+  }
+
+  // The watchdog: a child behind in reading its broadcasts that read none and acknowledged nothing
+  // for progress_timeout is failed and killed (which drops what the PUB socket queued for it).
+  // A child that is slow but reading is left alone, however far behind.
+  void check_progress() {
+    st_.progress_check_scheduled = false;
+    const auto now = steady_clock::now();
+    bool watching = false;
+    for (uint32_t l = 0; l < st_.lanes.size(); ++l) {
+      auto& ln = st_.lanes[l];
+      if (!ln.remote || !ln.failed.empty() || ln.down
+          || ln.broadcasts_received >= st_.broadcast_seq)
+        continue;
+      if (now - ln.last_progress < st_.progress_timeout) {
+        watching = true;
+        continue;
+      }
+      const uint64_t behind = behind_bytes(ln);
+      self_->send(ln.runner, kill_atom::value);
+      fail_lane(l, ln.dev.str() + " made no progress for "
+                     + duration_string(st_.progress_timeout) + " (it read none of "
+                     + std::to_string(st_.broadcast_seq - ln.broadcasts_received)
+                     + " broadcasts, " + std::to_string(behind)
+                     + " bytes, graph_option::progress_timeout); its child was killed");
+    }
+    if (watching)
+      schedule_progress_check();
+  }
+
+  // Any word from a remote lane's child shows that it makes progress.
+  void progressed(uint32_t l) { st_.lanes[l].last_progress = steady_clock::now(); }
 
   // Bytes of the broadcasts after the last one the lane's child read.
   uint64_t behind_bytes(const lane& ln) const {
@@ -581,16 +813,21 @@ public:
     return st_.broadcast_bytes - read;
   }
 
-  // Answers the waits whose work is done and frees the store ranges nobody can read any more.
+  // Answers the waits whose work is done, frees the store ranges nobody can read any more, and
+  // places the operators that waited for them.
   void collect() {
+    bool freed = false;
     for (auto it = st_.frees.begin(); it != st_.frees.end();) {
       if (st_.all_done(it->issued)) {
         st_.store->deallocate(it->offset, it->bytes);
         it = st_.frees.erase(it);
+        freed = true;
       } else {
         ++it;
       }
     }
+    if (!st_.held.empty() && (freed || st_.frees.empty()))
+      drain_held();
     for (auto it = st_.fetches.begin(); it != st_.fetches.end();) {
       if (answer_fetch(it->promise, it->operand))
         it = st_.fetches.erase(it);
@@ -643,8 +880,50 @@ public:
     return out;
   }
 
+  void expire_later(uint64_t wid) {
+    if (!no_deadline(st_.wait_timeout))
+      self_->delayed_send(self_, st_.wait_timeout, expire_atom::value, wid);
+  }
+
+  caf::error destroyed(const std::string& what) const {
+    return make_error(errc::device_failed, what + ": the runtime was destroyed while it waited");
+  }
+
+  // Shutdown: every thread still waiting on this runtime gets an error rather than a hang.
+  void answer_all_waits() {
+    for (auto& h : st_.held)
+      if (h.what == held_request::kind::sync || h.what == held_request::kind::fetch)
+        if (!h.answered)
+          h.promise.deliver(destroyed(h.what == held_request::kind::sync ? "sync" : "to_vector"));
+    st_.held.clear();
+    st_.held_refs.clear();
+    for (auto& f : st_.fetches)
+      f.promise.deliver(destroyed("to_vector"));
+    st_.fetches.clear();
+    for (auto& w : st_.syncs)
+      w.promise.deliver(destroyed("sync"));
+    st_.syncs.clear();
+  }
+
   void expire(uint64_t id) {
-    const auto timeout = std::to_string(st_.wait_timeout.count()) + " ms";
+    if (id == st_.store_wait_id && !st_.held.empty()) { // the held head stops waiting for space
+      st_.store_wait_over = true;
+      drain_held();
+      collect();
+      return;
+    }
+    const auto timeout = duration_string(st_.wait_timeout);
+    for (auto& h : st_.held) {
+      if (h.wait_id != id || h.answered || h.what == held_request::kind::submit)
+        continue;
+      h.answered = true;
+      h.promise.deliver(make_error(
+        errc::timeout, "waited " + timeout + " behind an operator that waits for room in the store ("
+                         + std::to_string(st_.store->live_bytes()) + " of "
+                         + std::to_string(st_.store->capacity())
+                         + " bytes are held, graph_option::store_bytes)"));
+      return;
+    }
     for (auto it = st_.syncs.begin(); it != st_.syncs.end(); ++it) {
       if (it->id != id)
         continue;
@@ -680,7 +959,7 @@ public:
     }
     if (st_.puller && !st_.puller_down)
       return;
-    st_.shutdown_waiter.deliver(caf::unit);
+    st_.shutdown_waiter.deliver(st_.shutdown_problems);
     self_->quit();
   }
 
@@ -706,6 +985,10 @@ public:
       if (!st_.stopping)
         fail_lane(l, "runner of " + ln.dev.str() + " stopped: "
                        + (dm.reason ? describe(dm.reason, ln.dev.str()) : "exited"));
+      else if (dm.reason && dm.reason.category() == error_category // a child that exited with
+               && dm.reason.code() != static_cast<uint8_t>(errc::runner_exited)) // a code, or was killed
+        st_.shutdown_problems += (st_.shutdown_problems.empty() ? "" : "; ")
+                                 + describe(dm.reason, ln.dev.str());
     }
     maybe_finish_shutdown();
   }
@@ -726,11 +1009,13 @@ typename Inspector::result_type inspect(Inspector& f, start_deadline_t&) {
 
 caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
   auto& st = self->state;
-  const auto start_timeout_ms = setup.start_timeout.count();
+  const auto start_timeout = setup.start_timeout;
   st.store_base = setup.store_base;
   st.store = std::make_unique<store_allocator>(setup.store_size);
   st.wait_timeout = setup.wait_timeout;
   st.max_queued_bytes = setup.max_queued_bytes;
+  st.progress_timeout = setup.progress_timeout;
+  st.flow = setup.flow;
   st.trace = setup.trace;
   st.timeline = setup.timeline;
   auto& sys = self->home_system();
@@ -773,7 +1058,8 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
     st.lanes.push_back(std::move(l));
   }
   self->set_down_handler([self](caf::down_msg& dm) { executor_logic{self}.on_down(dm); });
-  self->delayed_send(self, setup.start_timeout, wait_ready_atom::value, start_deadline);
+  if (!no_deadline(setup.start_timeout))
+    self->delayed_send(self, setup.start_timeout, wait_ready_atom::value, start_deadline);
   // Runners never outlive the executor, whichever way it ends.
   std::vector<caf::actor> runners;
   for (auto& l : st.lanes)
@@ -790,14 +1076,15 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
   return {
     [=](submit_atom, op_request& req) {
       executor_logic x{self};
-      x.submit(req);
+      x.on_submit(req);
       x.schedule_flush();
     },
     [=](release_atom, operand_id id) {
       executor_logic x{self};
-      x.release(id);
+      x.on_release(id);
       x.schedule_flush();
     },
+    [=](progress_atom) { executor_logic{self}.check_progress(); },
 
     [=](flush_atom) {
       self->state.flush_scheduled = false;
@@ -811,6 +1098,7 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
         return;
       st.record_ack(l, wire::msg_type::ready, wire::ready_msg{l, st.lanes[l].dev, 0});
       st.lanes[l].ready = true;
+      executor_logic{self}.progressed(l);
       if (st.all_ready() && st.startup_failure.empty()) {
         if (st.publisher)
           self->send(st.publisher, ready_atom::value); // no more Hellos
@@ -832,6 +1120,8 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
         ln.in_flight.pop_front();
       }
       executor_logic x{self};
+      x.progressed(l);
+      x.retire(l);
       x.dispatch();
       x.collect();
     },
@@ -839,7 +1129,8 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
       executor_logic x{self};
       if (lane_ok(l)) {
         self->state.record_ack(l, wire::msg_type::failed, wire::failed_msg{l, index, what});
-        x.fail_lane(l, what);
+        const auto dev = self->state.lanes[l].dev.str();
+        x.fail_lane(l, what.find(dev) == std::string::npos ? dev + ": " + what : what);
       } else { // not attributable to one lane (a malformed frame): every child is suspect
         for (uint32_t i = 0; i < self->state.lanes.size(); ++i)
           if (self->state.lanes[i].remote)
@@ -849,27 +1140,48 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
     [=](received_atom, uint32_t l, uint64_t count) {
       if (!lane_ok(l))
         return;
-      self->state.record_ack(l, wire::msg_type::received, wire::received_msg{l, count});
-      self->state.lanes[l].broadcasts_received = count;
+      auto& st = self->state;
+      st.record_ack(l, wire::msg_type::received, wire::received_msg{l, count});
+      if (count > st.lanes[l].broadcasts_received) {
+        st.lanes[l].broadcasts_received = count;
+        executor_logic x{self};
+        x.progressed(l);
+        x.check_queued();
+      }
     },
     [=](fetch_atom, operand_id id) -> caf::result<uint64_t> {
       auto& st = self->state;
       auto rp = self->make_response_promise();
-      if (!executor_logic{self}.answer_fetch(rp, id)) {
+      executor_logic x{self};
+      if (st.stopping) {
+        rp.deliver(x.destroyed("to_vector"));
+      } else if (!st.held.empty()) {
+        const uint64_t wid = st.next_wait_id++;
+        x.hold_wait(held_request::kind::fetch, rp, id, wid);
+        x.expire_later(wid);
+      } else if (!x.answer_fetch(rp, id)) {
         const uint64_t wid = st.next_wait_id++;
         st.fetches.push_back({wid, rp, id});
-        self->delayed_send(self, st.wait_timeout, expire_atom::value, wid);
+        x.expire_later(wid);
       }
       return caf::delegated<uint64_t>{};
     },
     [=](sync_atom) -> caf::result<caf::unit_t> {
       auto& st = self->state;
       auto rp = self->make_response_promise();
+      executor_logic x{self};
       const uint64_t wid = st.next_wait_id++;
-      st.syncs.push_back({wid, rp, st.entries_now()});
-      executor_logic{self}.collect();
-      if (!st.syncs.empty() && st.syncs.back().id == wid)
-        self->delayed_send(self, st.wait_timeout, expire_atom::value, wid);
+      if (st.stopping) {
+        rp.deliver(x.destroyed("sync"));
+      } else if (!st.held.empty()) {
+        x.hold_wait(held_request::kind::sync, rp, 0, wid);
+        x.expire_later(wid);
+      } else {
+        st.syncs.push_back({wid, rp, st.entries_now()});
+        x.collect();
+        if (!st.syncs.empty() && st.syncs.back().id == wid)
+          x.expire_later(wid);
+      }
       return caf::delegated<caf::unit_t>{};
     },
     [=](expire_atom, uint64_t wid) { executor_logic{self}.expire(wid); },
@@ -881,7 +1193,7 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
           missing += (missing.empty() ? "" : ", ") + l.dev.str();
       if (!missing.empty())
         executor_logic{self}.fail_startup("start-up: no devicesReady from " + missing + " within "
-                                          + std::to_string(start_timeout_ms) + " ms");
+                                          + duration_string(start_timeout));
     },
     [=](wait_ready_atom) -> caf::result<caf::unit_t> {
       auto& st = self->state;
@@ -900,11 +1212,12 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
       return caf::make_message(static_cast<uint64_t>(st.store->live_bytes()), device_live,
                                st.batches, st.operators);
     },
-    [=](shutdown_atom) -> caf::result<caf::unit_t> {
+    [=](shutdown_atom) -> caf::result<std::string> {
       auto& st = self->state;
       st.stopping = true;
       st.shutdown_waiter = self->make_response_promise();
       executor_logic{self}.record_live();
+      executor_logic{self}.answer_all_waits();
       if (st.publisher)
         self->send(st.publisher, destroy_atom::value);
       for (auto& l : st.lanes) {
@@ -914,7 +1227,7 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
           self->send_exit(l.runner, caf::exit_reason::user_shutdown);
       }
       executor_logic{self}.maybe_finish_shutdown();
-      return caf::delegated<caf::unit_t>{};
+      return caf::delegated<std::string>{};
     },
   };
 }

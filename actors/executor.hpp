@@ -29,6 +29,7 @@ class context_t;
 
 namespace ag {
 
+class flow_control;
 class timeline;
 
 namespace trace {
@@ -55,8 +56,15 @@ struct executor_setup {
   std::chrono::milliseconds start_timeout{60000};
   // The deadline of every sync and fetch; at it, the wait fails naming the silent devices.
   std::chrono::milliseconds wait_timeout{60000};
-  // Process mode: a child this far behind in reading broadcasts is failed and killed.
+  // Process mode: while a child is this far behind in reading broadcasts (which every child
+  // receives), the user's threads wait before they submit more.
   std::size_t max_queued_bytes = std::size_t{256} << 20;
+  // Process mode: a child behind in reading its broadcasts that reads none for this long is failed
+  // and killed. milliseconds::max(): never.
+  std::chrono::milliseconds progress_timeout{10000};
+  // The credits the user's threads took for what they submitted; the executor gives them back as
+  // runners acknowledge. Null: nothing is bounded (nobody waits for credits).
+  std::shared_ptr<flow_control> flow;
   // Records what the runners are sent and answer (docs/TRACE.md); null: nothing is recorded.
   std::shared_ptr<trace::writer> trace;
   // Spans of the executor's dispatches and of thread-mode runners' batches; null: none.

@@ -6,7 +6,8 @@
 //                              (sync) -> unit, once every submitted operator ran
 //                              (wait_ready) -> unit, once every runner is up
 //                              (stats) -> (store live, device live, batches, operators)
-//                              (shutdown) -> unit, once every runner stopped
+//                              (shutdown) -> what went wrong as the runners stopped (a child's
+//                              non-zero exit code; empty: nothing), once every runner stopped
 //   executor -> itself:        (flush): the end of one mailbox drain; dispatches the batch
 //   executor -> runner:        (execute, batch)
 //   runner -> executor:        (ready, lane)  (done, lane, ops done, device live bytes)
@@ -16,9 +17,12 @@
 //                              (destroy)
 //   puller -> executor:        what the children pushed, as the runner messages above
 //   executor -> runner proxy:  (shutdown): its child exits (or is killed), then it quits
-//                              (kill): SIGKILL its child (it fell too far behind)
+//                              (kill): SIGKILL its child (it made no progress for
+//                              progress_timeout)
 //   puller -> executor:        (received, lane, count): Execute messages that child has read
-//   executor -> itself:        (expire, wait id): a sync or fetch reached its deadline
+//   executor -> itself:        (expire, wait id): a sync, a fetch or a wait for store space
+//                              reached its deadline
+//                              (progress): the watchdog's look at children behind in reading
 //   publisher, puller, proxies, subscriber: (poll) to themselves between socket/process polls
 //   child: stream actor -> pusher: the runner messages above; subscriber -> pusher: (hello)
 //          (received, count)
@@ -52,6 +56,7 @@ using poll_atom = caf::atom_constant<caf::atom("poll")>;
 using expire_atom = caf::atom_constant<caf::atom("expire")>;
 using received_atom = caf::atom_constant<caf::atom("received")>;
 using kill_atom = caf::atom_constant<caf::atom("kill")>;
+using progress_atom = caf::atom_constant<caf::atom("progress")>;
 
 // The lane of a failure that no lane can be blamed for (a malformed frame from a child).
 constexpr uint32_t no_lane = UINT32_MAX;
@@ -64,6 +69,7 @@ enum class errc : uint8_t {
   device_failed = 1, // an operator could not run: its device failed or stopped, or the store was full
   bad_request,       // an operator named an operand the executor does not know
   timeout,           // a wait passed its deadline (the message names who is silent)
+  runner_exited,     // a child exited with code 0: on Destroy at shutdown, or unasked before
 };
 
 caf::error make_error(errc code, std::string what);

@@ -29,12 +29,21 @@ struct puller_state {
 
 using puller_actor = caf::stateful_actor<puller_state>;
 
+// A protocol error that one lane's child is to blame for: only that lane fails.
+struct lane_error : error {
+  lane_error(uint32_t lane, const std::string& what) : error(what), lane(lane) {}
+  uint32_t lane;
+};
+
 // Checks that lane's messages arrive with ids 1, 2, 3, ...
 void check_sequence(puller_state& st, uint32_t lane, uint64_t id) {
+  if (lane == 0) // the controller's own cpu lane: no child speaks for it
+    throw error("wire: a child's message names lane 0, the controller's cpu");
   auto& last = st.last_id[lane];
   if (id != last + 1)
-    throw error("wire: message " + std::to_string(id) + " from lane " + std::to_string(lane)
-                + " after message " + std::to_string(last) + " (a gap or a replay)");
+    throw lane_error(lane, "wire: message " + std::to_string(id) + " from lane "
+                             + std::to_string(lane) + " after message " + std::to_string(last)
+                             + " (a gap or a replay)");
   last = id;
 }
 
@@ -98,7 +107,10 @@ caf::behavior puller(puller_actor* self, std::shared_ptr<zmq::context_t> ctx,
           handle(self, *r);
           timeout = std::chrono::milliseconds{0};
         }
-      } catch (const std::exception& e) {
+      } catch (const lane_error& e) {
+        self->send(st.executor, failed_atom::value, e.lane, uint64_t{0},
+                   std::string{"protocol error from its child: "} + e.what());
+      } catch (const std::exception& e) { // a frame no lane can be blamed for
         self->send(st.executor, failed_atom::value, no_lane, uint64_t{0},
                    std::string{"protocol error from a child: "} + e.what());
       }

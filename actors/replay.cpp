@@ -16,6 +16,7 @@
 #include "actors/puller.hpp"
 #include "actors/runner_proxy.hpp"
 #include "actors/stream_actor.hpp"
+#include "graph/deadline.hpp"
 #include "ipc/tensor_store.hpp"
 #include "ipc/trace.hpp"
 #include "ipc/wire.hpp"
@@ -149,7 +150,7 @@ private:
       self_->monitor(l.runner);
       lanes_.push_back(std::move(l));
     }
-    const auto deadline = clock_type::now() + opt_.timeout;
+    const auto deadline = deadline_after(opt_.timeout);
     for (auto& l : lanes_) {
       while (!l.ready && l.down.empty() && pump(deadline)) {
       }
@@ -157,7 +158,7 @@ private:
         throw error("start-up: runner of " + l.dev.str() + " stopped: " + l.down);
       if (!l.ready)
         throw error("start-up: no devicesReady from " + l.dev.str() + " within "
-                    + std::to_string(opt_.timeout.count()) + " ms");
+                    + duration_string(opt_.timeout));
     }
     if (publisher_)
       self_->send(publisher_, ready_atom::value);
@@ -176,7 +177,7 @@ private:
         else
           self_->send_exit(l.runner, caf::exit_reason::user_shutdown);
       }
-      wait_down(lanes_down(), clock_type::now() + opt_.timeout + std::chrono::seconds{5});
+      wait_down(lanes_down(), deadline_after(saturating_add(opt_.timeout, std::chrono::seconds{5})));
       for (auto& l : lanes_)
         if (l.down.empty())
           self_->send_exit(l.runner, caf::exit_reason::kill);
@@ -248,7 +249,7 @@ private:
   // The next answer of lane l; a divergence when there is none by the deadline.
   answer next_answer(uint32_t l, const std::string& waiting_for) {
     auto& ln = lanes_[l];
-    const auto deadline = clock_type::now() + opt_.timeout;
+    const auto deadline = deadline_after(opt_.timeout);
     while (ln.answers.empty()) {
       if (!protocol_error_.empty())
         throw divergence("a child sent a malformed message: " + protocol_error_);

@@ -8,6 +8,7 @@
 
 #include "actorgraph/error.hpp"
 #include "actors/protocol.hpp"
+#include "graph/deadline.hpp"
 #include "ipc/sub_process.hpp"
 #include "ipc/sub_process_sync.hpp"
 
@@ -59,7 +60,9 @@ caf::behavior running(proxy_actor* self) {
       pollfd pfd{st.child.pidfd(), POLLIN, 0};
       ::poll(&pfd, 1, static_cast<int>(poll_slice.count()));
       if (const auto& status = st.child.try_wait()) {
-        self->quit(make_error(errc::device_failed, st.who() + " " + st.reason(*status)));
+        const bool clean = status->code == 0 && status->signal == 0;
+        self->quit(make_error(clean ? errc::runner_exited : errc::device_failed,
+                              st.who() + " " + st.reason(*status)));
         return;
       }
       self->send(self, poll_atom::value);
@@ -68,11 +71,17 @@ caf::behavior running(proxy_actor* self) {
     [=](shutdown_atom) {
       auto& st = self->state;
       st.sync.notify_exit();
-      if (!st.child.wait_for(st.setup.stop_timeout)) {
-        std::fprintf(stderr, "actorgraph: %s did not exit within %lld ms: killed\n",
-                     st.who().c_str(), static_cast<long long>(st.setup.stop_timeout.count()));
+      const auto status = st.child.wait_for(st.setup.stop_timeout);
+      if (!status) { // reported by the executor, with the rest of the shutdown's news
+        st.child.kill_and_reap();
+        return self->quit(make_error(errc::device_failed, st.who() + " did not exit within "
+                                                           + duration_string(st.setup.stop_timeout)
+                                                           + " of shutdown: killed"));
       }
-      st.child.kill_and_reap();
+      // An orderly exit is code 0; anything else is reported, not ignored.
+      if (status->code != 0 || status->signal != 0)
+        return self->quit(make_error(errc::device_failed,
+                                     st.who() + " " + st.reason(*status) + " at shutdown"));
       self->quit();
     },
   };
@@ -86,12 +95,11 @@ caf::behavior runner_proxy(proxy_actor* self, proxy_setup setup) {
     st.sync = sub_process_sync::create(st.setup.segment_name, wire::encode(st.setup.args));
     st.child = sub_process::spawn(st.setup.runner_path,
                                   {"--remote-runner", "--shm-name=" + st.setup.segment_name});
-    const auto deadline = std::chrono::steady_clock::now() + st.setup.start_timeout;
+    const auto deadline = deadline_after(st.setup.start_timeout);
     if (!st.sync.wait_started(deadline, [&] { return !st.child.try_wait(); })) {
       if (const auto& status = st.child.try_wait())
         throw error(st.who() + " failed to start: " + st.reason(*status));
-      throw error(st.who() + " did not start within "
-                  + std::to_string(st.setup.start_timeout.count()) + " ms");
+      throw error(st.who() + " did not start within " + duration_string(st.setup.start_timeout));
     }
   } catch (const std::exception& e) {
     const std::string what = e.what();

@@ -2,6 +2,7 @@
 // tensor store and the executor; every wait on the user's thread is a request with a deadline.
 #include "actorgraph/runtime.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -12,9 +13,11 @@
 
 #include "actorgraph/error.hpp"
 #include "actors/executor.hpp"
+#include "actors/flow_control.hpp"
 #include "actors/process_env.hpp"
 #include "actors/protocol.hpp"
 #include "cuda/kernel_stream.hpp"
+#include "graph/deadline.hpp"
 #include "graph/runtime_core.hpp"
 #include "ipc/tensor_store.hpp"
 #include "ipc/timeline.hpp"
@@ -37,6 +40,9 @@ std::vector<device> resolve_devices(const std::vector<device>& wanted) {
     return out;
   }
   for (const auto& d : wanted) {
+    if (d.type != device::kind::cpu && d.type != device::kind::cuda && d.type != device::kind::sim)
+      throw error("device kind " + std::to_string(static_cast<int>(d.type))
+                  + " is not cpu, cuda or sim");
     if (d.is_cpu())
       continue;
     if (d.index < 0)
@@ -51,14 +57,36 @@ std::vector<device> resolve_devices(const std::vector<device>& wanted) {
   return out;
 }
 
+// CAF keeps a reference to the actor system's logger in a thread-local of every thread that
+// built a system, spawned an actor or made a scoped actor; ~actor_system waits until every such
+// reference is gone. A user's thread that outlives the runtime would hold it forever, and
+// destroying the runtime on any other thread would hang: drop it as soon as the call is over.
+void forget_thread_logger() noexcept { caf::logger::set_current_actor_system(nullptr); }
+
+// The deadline of a request to the executor, which answers by `wait` (plus a grace): none when
+// `wait` is none.
+caf::duration request_timeout(std::chrono::milliseconds wait) {
+  if (no_deadline(wait))
+    return caf::infinite;
+  return caf::duration{saturating_add(wait, std::chrono::seconds{5})};
+}
+
 class controller final : public detail::runtime_core {
 public:
   controller(caf::actor_system* borrowed, graph_option opt) : opt_(std::move(opt)) {
-    if (opt_.wait_timeout.count() <= 0)
-      throw error("graph_option::wait_timeout must be positive");
-    if (opt_.start_timeout.count() <= 0)
-      throw error("graph_option::start_timeout must be positive");
+    for (auto [name, d] : {std::pair{"wait_timeout", opt_.wait_timeout},
+                           std::pair{"start_timeout", opt_.start_timeout},
+                           std::pair{"progress_timeout", opt_.progress_timeout}})
+      if (d.count() <= 0)
+        throw error(std::string{"graph_option::"} + name
+                    + " must be positive (milliseconds::max() means no deadline)");
     devices_ = resolve_devices(opt_.devices);
+    std::vector<std::string> lane_names{"cpu"};
+    for (const auto& d : devices_)
+      lane_names.push_back(d.str());
+    flow_ = std::make_shared<flow_control>(
+      std::move(lane_names),
+      flow_control::limits{opt_.max_in_flight_ops, opt_.max_in_flight_bytes});
     executor_setup setup;
     setup.devices = devices_;
     if (opt_.per_device_per_process) {
@@ -80,6 +108,8 @@ public:
     setup.start_timeout = opt_.start_timeout;
     setup.wait_timeout = opt_.wait_timeout;
     setup.max_queued_bytes = opt_.max_queued_bytes;
+    setup.progress_timeout = opt_.progress_timeout;
+    setup.flow = flow_;
     setup.store_base = store().base();
     setup.store_size = store().size();
     if (borrowed == nullptr) {
@@ -93,9 +123,10 @@ public:
       sys_ = borrowed;
     }
     executor_ = spawn_executor(*sys_, std::move(setup));
+    forget_thread_logger();
     try {
-      wait<caf::unit_t>("start-up (waiting for every runner to be ready)",
-                        opt_.start_timeout + std::chrono::seconds{5}, wait_ready_atom::value);
+      ask<caf::unit_t>("start-up (waiting for every runner to be ready)",
+                       request_timeout(opt_.start_timeout), wait_ready_atom::value);
     } catch (...) {
       stop();
       throw;
@@ -104,18 +135,24 @@ public:
 
   ~controller() override { stop(); }
 
+  // Stops every runner and releases what the runtime holds; threads still waiting on it, or
+  // blocked for room to submit, get ag::error saying the runtime was destroyed. Any thread may call
+  // it, once or more; only the first call does anything.
   void stop() noexcept {
-    if (!executor_)
+    if (stopped_.exchange(true))
       return;
+    flow_->close("the runtime was destroyed");
     bool stopped = false;
     try {
-      wait<caf::unit_t>("shutdown", shutdown_atom::value);
+      const auto problems = ask<std::string>("shutdown", request_timeout(opt_.wait_timeout),
+                                             shutdown_atom::value);
+      if (!problems.empty())
+        std::cerr << "actorgraph: shutdown: " << problems << '\n';
       stopped = true;
     } catch (const std::exception& e) {
       std::cerr << "actorgraph: " << e.what() << '\n';
     }
     caf::anon_send_exit(executor_, caf::exit_reason::user_shutdown);
-    executor_ = nullptr;
     finish_records();
     if (!stopped) {
       // A runner may still touch the store: keep it mapped rather than risk a crash.
@@ -129,7 +166,14 @@ public:
     return d.is_cpu() || std::find(devices_.begin(), devices_.end(), d) != devices_.end();
   }
 
+  // Blocks while the operator's device has no room (graph_option::max_in_flight_ops and the
+  // bounds beside it), up to wait_timeout.
   void submit(op_request&& req) override {
+    const uint32_t lane = lane_of(req.where);
+    if (auto why = flow_->acquire(lane, req.data.size() * sizeof(float), opt_.wait_timeout);
+        !why.empty())
+      throw error(to_string(req.kind) + " -> #" + std::to_string(req.out) + " on "
+                  + req.where.str() + ": " + why);
     caf::anon_send(executor_, submit_atom::value, std::move(req));
   }
 
@@ -157,17 +201,26 @@ public:
   void sync() override { wait<caf::unit_t>("sync", sync_atom::value); }
 
   runtime_stats stats() {
-    caf::scoped_actor self{*sys_};
+    if (stopped_)
+      throw error("stats: the runtime was destroyed");
     runtime_stats out;
     std::optional<caf::error> err;
-    self->request(executor_, opt_.wait_timeout, stats_atom::value)
-      .receive(
-        [&](uint64_t store, uint64_t dev, uint64_t batches, uint64_t ops) {
-          out = {store, dev, batches, ops};
-        },
-        [&](caf::error& e) { err = std::move(e); });
+    {
+      caf::scoped_actor self{*sys_};
+      self->request(executor_, request_timeout(opt_.wait_timeout), stats_atom::value)
+        .receive(
+          [&](uint64_t store, uint64_t dev, uint64_t batches, uint64_t ops) {
+            out = {store, dev, batches, ops};
+          },
+          [&](caf::error& e) { err = std::move(e); });
+    }
+    forget_thread_logger();
     if (err)
       throw error(describe(*err, "stats"));
+    const auto flow = flow_->stats();
+    for (auto ops : flow.ops)
+      out.in_flight_ops += ops;
+    out.blocked_submits = flow.blocked;
     return out;
   }
 
@@ -205,25 +258,37 @@ private:
     }
   }
 
-  // A request to the executor with the runtime's deadline; its error becomes an ag::error.
-  // The executor answers every wait by wait_timeout, naming who is silent; this deadline only
-  // guards against an executor that does not answer at all.
+  uint32_t lane_of(const device& d) const noexcept {
+    for (uint32_t i = 0; i < devices_.size(); ++i)
+      if (devices_[i] == d)
+        return i + 1;
+    return 0; // cpu
+  }
+
+  // A wait of the user's thread on the executor, with the runtime's deadline; its error becomes
+  // an ag::error. The executor answers every wait by wait_timeout, naming who is silent; this
+  // deadline only guards against an executor that does not answer at all.
   template <class T, class... Ts>
   T wait(const std::string& what, Ts&&... xs) {
-    return wait<T>(what, opt_.wait_timeout + std::chrono::seconds{5}, std::forward<Ts>(xs)...);
+    if (stopped_)
+      throw error(what + ": the runtime was destroyed");
+    return ask<T>(what, request_timeout(opt_.wait_timeout), std::forward<Ts>(xs)...);
   }
 
   template <class T, class... Ts>
-  T wait(const std::string& what, std::chrono::milliseconds timeout, Ts&&... xs) {
-    caf::scoped_actor self{*sys_};
+  T ask(const std::string& what, caf::duration timeout, Ts&&... xs) {
     std::optional<T> result;
     std::optional<caf::error> err;
-    auto on_error = [&](caf::error& e) { err = std::move(e); };
-    auto handle = self->request(executor_, timeout, std::forward<Ts>(xs)...);
-    if constexpr (std::is_same_v<T, caf::unit_t>) // CAF answers unit with an empty message
-      handle.receive([&] { result = caf::unit; }, on_error);
-    else
-      handle.receive([&](T& x) { result = std::move(x); }, on_error);
+    {
+      caf::scoped_actor self{*sys_};
+      auto on_error = [&](caf::error& e) { err = std::move(e); };
+      auto handle = self->request(executor_, timeout, std::forward<Ts>(xs)...);
+      if constexpr (std::is_same_v<T, caf::unit_t>) // CAF answers unit with an empty message
+        handle.receive([&] { result = caf::unit; }, on_error);
+      else
+        handle.receive([&](T& x) { result = std::move(x); }, on_error);
+    }
+    forget_thread_logger();
     if (err)
       throw error(describe(*err, what));
     return std::move(*result);
@@ -236,7 +301,9 @@ private:
   std::optional<caf::actor_system_config> cfg_;
   std::optional<caf::actor_system> owned_;
   caf::actor_system* sys_ = nullptr;
-  caf::actor executor_;
+  caf::actor executor_; // set once, before any other thread can see this runtime
+  std::shared_ptr<flow_control> flow_;
+  std::atomic<bool> stopped_{false};
   std::shared_ptr<trace::writer> trace_;
   std::shared_ptr<ag::timeline> timeline_;
 };
@@ -258,7 +325,10 @@ runtime::~runtime() {
   } catch (const std::exception& e) {
     std::cerr << "actorgraph: runtime destroyed with failed work: " << e.what() << '\n';
   }
-  // Tensors still alive hold weak references only: once core_ goes, they throw ag::error.
+  // Now, whichever thread this is and whoever else still holds the core for a moment (a thread
+  // inside to_vector()): their waits end with ag::error. Tensors still alive hold weak references
+  // only: once the core goes, they throw ag::error.
+  as_controller(core_).stop();
 }
 
 tensor runtime::full(const shape_t& shape, float value, const device& where) {

@@ -1,5 +1,6 @@
 #include "ipc/sub_process.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -10,6 +11,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "graph/deadline.hpp"
 
 #include "actorgraph/error.hpp"
 #include "ipc/cleanup_registry.hpp"
@@ -112,14 +115,15 @@ const std::optional<exit_status>& sub_process::try_wait() noexcept {
 }
 
 const std::optional<exit_status>& sub_process::wait_for(std::chrono::milliseconds timeout) noexcept {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline = deadline_after(timeout);
   while (!try_wait() && pidfd_ >= 0) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
       deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0)
       break;
     pollfd pfd{pidfd_, POLLIN, 0};
-    ::poll(&pfd, 1, static_cast<int>(left.count()));
+    // poll takes an int: a long (or no) deadline is waited for in slices
+    ::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count(), 60000)));
   }
   return status_;
 }

@@ -97,11 +97,13 @@ TEST_CASE("a stopped child makes sync and to_vector fail at the deadline naming 
   CHECK(my_shm().empty());
 }
 
-TEST_CASE("a child that stops reading is failed and killed once its queue passes the bound",
+TEST_CASE("a stopped child holds submitters back once its queue passes the bound, then is failed "
+          "for making no progress while its sibling's work goes on",
           "[faults]") {
   {
     auto opt = option(2, 20000ms);
     opt.max_queued_bytes = 256 << 10;
+    opt.progress_timeout = 1000ms;
     ag::runtime rt{opt};
     const pid_t child = runner_of_lane(1);
     REQUIRE(child > 0);
@@ -115,7 +117,9 @@ TEST_CASE("a child that stops reading is failed and killed once its queue passes
         (void)x.to_vector();
     }
     CHECK(x.to_vector() == std::vector<float>(16, 20000.0f));
-    CHECK_THROWS_WITH(rt.sync(), Contains("sim:0") && Contains("max_queued_bytes"));
+    CHECK_THROWS_WITH(rt.sync(), Contains("sim:0 made no progress for 1000 ms")
+                                   && Contains("its child was killed"));
+    CHECK(rt.stats().blocked_submits > 0); // the queue's bound held the submitter back
     CHECK(within(5000ms, [&] { return exited(child); }));
   }
   CHECK(runner_children().empty());

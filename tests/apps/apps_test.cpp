@@ -178,7 +178,8 @@ TEST_CASE("a caf-application.ini in the working directory is not read, by the pr
   CHECK_THAT(r.err, !Contains("caf-application") && !Contains("parser"));
 }
 
-TEST_CASE("--config-file is read when named, and one that cannot be read is a usage error naming "
+TEST_CASE("a config file is read when --config-file names it, and one that cannot be read is "
+          "a usage error naming "
           "it",
           "[apps]") {
   temp_dir cwd{"apps-test-cwd"}, scratch{"apps-test"};

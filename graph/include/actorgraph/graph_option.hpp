@@ -26,17 +26,32 @@ struct graph_option {
   // (cudaHostRegister) 64 MiB at a time, as copies first touch each part.
   std::size_t store_bytes = std::size_t{1} << 30;
 
-  // Deadline of every wait on the user's thread: sync(), to_vector(), shutdown. A wait that
-  // passes it throws ag::error naming the devices that did not answer.
+  // Every timeout below takes std::chrono::milliseconds::max() as "no deadline".
+
+  // Deadline of every wait on the user's thread: sync(), to_vector(), shutdown, and an operator
+  // that waits for room (below). A wait that passes it throws ag::error naming the devices that did
+  // not answer. Also how long an operator waits for store space that acknowledgements will free.
   std::chrono::milliseconds wait_timeout{std::chrono::seconds{60}};
 
   // Deadline of start-up: every runner ready (in process mode: every child started and its
   // devicesReady received). Past it, the constructor throws naming the devices that did not report.
   std::chrono::milliseconds start_timeout{std::chrono::seconds{60}};
 
-  // Process mode: the most bytes of broadcasts the controller queues for a child that does not
-  // read them (a stopped child). Past it, that child's device fails and the child is killed.
+  // Backpressure: the work in flight is bounded, so that the controller's memory stays bounded
+  // whatever the program submits. An operator call blocks the user's thread (up to wait_timeout,
+  // then ag::error) while its device has max_in_flight_ops operators not yet acknowledged, while
+  // from_vector data not yet copied into the store would pass max_in_flight_bytes (one larger
+  // upload passes alone), or (process mode) while a child is more than max_queued_bytes behind in
+  // reading the broadcasts the controller queues for it. A full device blocks only the threads
+  // submitting to it.
+  std::size_t max_in_flight_ops = std::size_t{1} << 16;
+  std::size_t max_in_flight_bytes = std::size_t{256} << 20;
   std::size_t max_queued_bytes = std::size_t{256} << 20;
+
+  // Process mode: a child that is behind in reading its broadcasts and reads none for this long is
+  // failed (its device's work throws "sim:1 made no progress for 10000 ms") and killed. A child that
+  // is slow but reading is never failed for being behind.
+  std::chrono::milliseconds progress_timeout{std::chrono::seconds{10}};
 
   // Process mode: the ag-runner program. Empty: $AG_RUNNER, else the ag-runner installed beside
   // this library (<prefix>/bin), else one beside the running program.

@@ -1,6 +1,10 @@
 // ag::runtime: one controller driving several devices. Owns the executor actor (the seed's
 // EagerGraphExecutor) and one runner per device; every runner is ready when the constructor
 // returns. It owns a CAF actor system, or uses one the application already has.
+//
+// Threads: every member may be called from several threads at once, and so may the operators and
+// reads of its tensors (README.md, "Threads"). The destructor may run on any thread; waits still
+// pending on other threads then end with ag::error saying the runtime was destroyed.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +32,11 @@ struct runtime_stats {
   // Batches dispatched and operators in them, over every runner.
   std::size_t batches = 0;
   std::size_t operators = 0;
+  // Operators submitted and not yet acknowledged, over every device (graph_option::
+  // max_in_flight_ops bounds each device's share).
+  std::size_t in_flight_ops = 0;
+  // Operator calls that had to wait for room, since the start.
+  std::size_t blocked_submits = 0;
 };
 
 class runtime {
@@ -38,8 +47,8 @@ public:
   // Uses the application's actor system, which must outlive the runtime.
   runtime(caf::actor_system& sys, graph_option opt);
 
-  // Waits (up to wait_timeout) for submitted work, stops every runner and releases the store.
-  // Tensors that outlive the runtime throw ag::error when used.
+  // Waits (up to wait_timeout) for submitted work, stops every runner and releases the store, on
+  // whichever thread runs it. Tensors that outlive the runtime throw ag::error when used.
   ~runtime();
 
   runtime(const runtime&) = delete;

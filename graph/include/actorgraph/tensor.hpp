@@ -1,6 +1,10 @@
 // ag::tensor: a handle to the result of an operator. Operators are built eagerly on the caller's
 // thread (validated there, then sent to the executor); results are read with to_vector(), which
 // waits for them. Copying a handle shares the tensor; the last handle to go releases it.
+//
+// Threads: like std::shared_ptr, copies of a handle may be used on different threads at once; one
+// handle object must not be assigned on one thread while another thread uses it. An operator call
+// may block while its device has too much work in flight (graph_option::max_in_flight_ops).
 #pragma once
 
 #include <cstdint>
