@@ -114,6 +114,17 @@ struct pending_fetch {
   operand_id operand;
 };
 
+// A piece of a device tensor too large for the store, copied to a staging range for the user's
+// thread, which reads it and then gives the range back (unstage).
+struct pending_piece {
+  uint64_t id;
+  caf::response_promise promise;
+  operand_id operand;
+  dependency written;
+  uint64_t offset;
+  uint64_t bytes;
+};
+
 struct pending_sync {
   uint64_t id;
   caf::response_promise promise;
@@ -123,10 +134,13 @@ struct pending_sync {
 // A request that arrived while an earlier operator waits for store space: everything after such an
 // operator waits behind it, in arrival order, so that no operator is placed before one it uses.
 struct held_request {
-  enum class kind : uint8_t { submit, release, sync, fetch };
+  enum class kind : uint8_t { submit, release, sync, fetch, piece };
   kind what = kind::submit;
   op_request req;                 // submit
-  operand_id operand = 0;         // release, fetch
+  uint64_t streamed = 0;          // submit through the store in pieces: elements placed so far
+  operand_id operand = 0;         // release, fetch, piece
+  uint64_t first = 0;             // piece: its first element, and its count
+  uint64_t count = 0;
   caf::response_promise promise;  // sync, fetch
   uint64_t wait_id = 0;           // sync, fetch: the id of its deadline
   bool answered = false;          // sync, fetch: its deadline passed while it was held
@@ -146,6 +160,8 @@ struct executor_state {
   std::unordered_map<operand_id, tensor_rec> tensors;
   std::vector<pending_free> frees;
   std::vector<pending_fetch> fetches;
+  std::vector<pending_piece> pieces;
+  std::unordered_map<uint64_t, uint64_t> staged; // pieces handed to a user's thread: offset, bytes
   std::vector<pending_sync> syncs;
   uint64_t next_wait_id = 1;
   std::chrono::milliseconds wait_timeout{60000};
@@ -196,9 +212,13 @@ struct executor_state {
     return lanes[d.lane].done >= d.index || !lanes[d.lane].failed.empty();
   }
 
+  // A failed lane runs nothing more; a child process, though, may still be running what it was
+  // sent until it is down (reaped): only then is a store range it could write free again.
+  static bool quiet(const lane& l) { return !l.failed.empty() && (!l.remote || l.down); }
+
   bool all_done(const std::vector<uint64_t>& issued) const {
     for (std::size_t i = 0; i < lanes.size(); ++i)
-      if (lanes[i].done < issued[i] && lanes[i].failed.empty())
+      if (lanes[i].done < issued[i] && !quiet(lanes[i]))
         return false;
     return true;
   }
@@ -361,14 +381,195 @@ public:
     return {};
   }
 
-  // An operator from a user's thread, in arrival order: behind the held ones, if any.
+  // An operator from a user's thread, in arrival order: behind the held ones, if any. A transfer
+  // too large to stage whole goes through the store in pieces, from the head of the held queue.
   void on_submit(op_request& req) {
-    if (!st_.held.empty())
-      return hold(std::move(req));
+    const bool was_empty = st_.held.empty();
+    if (!was_empty || piecewise(req)) {
+      hold(std::move(req));
+      if (was_empty)
+        drain_held(true);
+      return;
+    }
     if (!try_submit(req)) {
       hold(std::move(req));
       start_store_wait();
     }
+  }
+
+  // A piece of a device tensor for a user's thread (to_vector of a tensor too large for the
+  // store): answered with a staging range once the piece is copied there.
+  void on_piece(caf::response_promise rp, operand_id id, uint64_t first, uint64_t count,
+                uint64_t wid) {
+    held_request h;
+    h.what = held_request::kind::piece;
+    h.promise = std::move(rp);
+    h.operand = id;
+    h.first = first;
+    h.count = count;
+    h.wait_id = wid;
+    expire_later(wid);
+    const bool was_empty = st_.held.empty();
+    st_.held.push_back(std::move(h));
+    if (was_empty)
+      drain_held(true);
+  }
+
+  void unstage(uint64_t offset, uint64_t bytes) {
+    auto it = st_.staged.find(offset);
+    if (it == st_.staged.end() || it->second != bytes)
+      return; // not a range this executor handed out
+    st_.staged.erase(it);
+    st_.store->deallocate(offset, bytes);
+    collect();
+  }
+
+  // Transfers larger than half the store go through it a quarter of it at a time.
+  bool piecewise(const op_request& req) const {
+    if (req.count * sizeof(float) <= st_.store->capacity() / 2 || req.where.is_cpu())
+      return false;
+    if (req.kind == op_kind::upload)
+      return true;
+    if (req.kind != op_kind::copy)
+      return false;
+    auto it = st_.tensors.find(req.a);
+    return it != st_.tensors.end() && it->second.lane != cpu_lane;
+  }
+
+  uint64_t piece_elems() const {
+    return std::max<uint64_t>(1, st_.store->capacity() / 4 / sizeof(float));
+  }
+
+  // Gives the user's credit for req back once `retire` has run (index 0: now).
+  void settle(const op_request& req, std::optional<uint32_t> l, dependency retire) {
+    if (!st_.flow)
+      return;
+    st_.flow->release_bytes(req.data.size() * sizeof(float));
+    if (retire.index == 0 || !l) // a device the runtime does not have was charged to the cpu
+      st_.flow->release(l.value_or(cpu_lane), 1);
+    else
+      st_.lanes[retire.lane].credits.push_back({retire.index, *l});
+  }
+
+  // Places as many pieces of the held head's transfer as the store has room for; true once every
+  // piece is placed (or the transfer failed), false while it waits for room.
+  bool stream_pieces(held_request& h) {
+    auto& req = h.req;
+    const auto l = lane_of(req.where);
+    const bool upload = req.kind == op_kind::upload;
+    if (h.streamed == 0) {
+      if (auto why = blocker(req, l); !why.empty()) {
+        taint(req.out, std::move(why));
+        settle(req, l, {});
+        return true;
+      }
+      st_.tensors[req.out] = placed(*l, operand_ref::no_offset, req.count * sizeof(float), {});
+    }
+    const uint32_t dst = *l;
+    const tensor_rec src = upload ? tensor_rec{} : st_.tensors.at(req.a);
+    dependency last{dst, st_.lanes[dst].issued};
+    while (h.streamed < req.count) {
+      if (!st_.lanes[dst].failed.empty())
+        break; // its operand is gone with it
+      const uint64_t n = std::min(piece_elems(), req.count - h.streamed);
+      op_desc in; // store -> elements [streamed, streamed + n) of the destination operand
+      in.kind = op_kind::copy;
+      in.out = {req.out, operand_ref::no_offset};
+      in.count = n;
+      in.m = h.streamed;
+      in.n = req.count;
+      std::string lost; // why the rest of the destination is NaN
+      if (!upload && !st_.lanes[src.lane].failed.empty())
+        lost = st_.lanes[src.lane].failed;
+      std::optional<uint64_t> off;
+      if (lost.empty()) {
+        off = st_.store->allocate(n * sizeof(float));
+        if (!off && !st_.frees.empty() && !st_.store_wait_over)
+          return false;
+        if (!off)
+          lost = store_full(n * sizeof(float), "a piece of " + op_name(req));
+      }
+      if (!lost.empty()) { // the rest of the operand is NaN, so that it is whole
+        if (st_.tensors[req.out].failure.empty()) {
+          st_.tensors[req.out].failure = lost;
+          record(lost);
+        }
+        in.kind = op_kind::fill;
+        in.scalar = std::numeric_limits<float>::quiet_NaN();
+        last = {dst, enqueue(dst, in)};
+        h.streamed += n;
+        continue;
+      }
+      in.a = {0, *off};
+      if (upload) {
+        std::memcpy(st_.store_base + *off, req.data.data() + h.streamed, n * sizeof(float));
+        if (st_.trace) {
+          trace::store_write_rec rec{req.out, *off, {}};
+          const auto* p = reinterpret_cast<const char*>(req.data.data() + h.streamed);
+          rec.data.assign(p, p + n * sizeof(float));
+          st_.trace->write(rec);
+        }
+        last = {dst, enqueue(dst, in)};
+      } else {
+        op_desc out; // elements [streamed, streamed + n) of the source operand -> store
+        out.kind = op_kind::copy;
+        out.a = {req.a, operand_ref::no_offset};
+        out.out = {0, *off};
+        out.count = n;
+        out.m = h.streamed;
+        out.n = req.count;
+        const dependency written{src.lane, enqueue(src.lane, out, {src.writer})};
+        last = {dst, enqueue(dst, in, {written})};
+      }
+      free_later(*off, n * sizeof(float));
+      h.streamed += n;
+    }
+    // A failed destination gave its credits back already; nothing of it will be acknowledged.
+    settle(req, l, st_.lanes[dst].failed.empty() ? last : dependency{});
+    req.data = {};
+    return true;
+  }
+
+  // A piece for a user's thread: true once answered or placed, false while it waits for room.
+  bool try_piece(held_request& h) {
+    if (h.answered)
+      return true;
+    auto it = st_.tensors.find(h.operand);
+    std::string why;
+    if (it == st_.tensors.end() || it->second.lane == cpu_lane || !it->second.placed)
+      why = "read: operand #" + std::to_string(h.operand) + " is not a device tensor";
+    else if (!it->second.failure.empty())
+      why = it->second.failure;
+    else if (!st_.lanes[it->second.lane].failed.empty())
+      why = st_.lanes[it->second.lane].failed;
+    else if (h.first > it->second.bytes / sizeof(float)
+             || h.count > it->second.bytes / sizeof(float) - h.first)
+      why = "read: elements [" + std::to_string(h.first) + ", +" + std::to_string(h.count)
+            + ") lie outside operand #" + std::to_string(h.operand);
+    if (!why.empty()) {
+      h.promise.deliver(make_error(errc::device_failed, std::move(why)));
+      return true;
+    }
+    const auto& rec = it->second;
+    const uint64_t bytes = h.count * sizeof(float);
+    auto off = st_.store->allocate(bytes);
+    if (!off) {
+      if (!st_.frees.empty() && bytes <= st_.store->capacity() && !st_.store_wait_over)
+        return false;
+      h.promise.deliver(make_error(errc::device_failed,
+                                   store_full(bytes, "to_vector of #" + std::to_string(h.operand))));
+      return true;
+    }
+    op_desc op;
+    op.kind = op_kind::copy;
+    op.a = {h.operand, operand_ref::no_offset};
+    op.out = {0, *off};
+    op.count = h.count;
+    op.m = h.first;
+    op.n = rec.bytes / sizeof(float);
+    const dependency written{rec.lane, enqueue(rec.lane, op, {rec.writer})};
+    st_.pieces.push_back({h.wait_id, std::move(h.promise), h.operand, written, *off, bytes});
+    return true;
   }
 
   void on_release(operand_id id) {
@@ -416,19 +617,32 @@ public:
       self_->delayed_send(self_, st_.wait_timeout, expire_atom::value, st_.store_wait_id);
   }
 
-  // Places what was held, in order, until an operator still finds no store space.
-  void drain_held() {
-    bool moved = false;
+  // Places what was held, in order, until an operator still finds no store space. fresh: the head
+  // has not waited yet.
+  void drain_held(bool fresh = false) {
+    bool moved = fresh;
     while (!st_.held.empty()) {
       auto& h = st_.held.front();
+      const uint64_t streamed = h.streamed;
       switch (h.what) {
-        case held_request::kind::submit:
-          if (!try_submit(h.req)) {
-            if (moved) // a new head: its own deadline
+        case held_request::kind::submit: {
+          const bool placed = piecewise_head(h) ? stream_pieces(h) : try_submit(h.req);
+          if (!placed) {
+            if (moved || h.streamed != streamed) // a new head, or pieces placed: a new deadline
               start_store_wait();
             return schedule_flush();
           }
           unhold(h.req);
+          st_.store_wait_over = false; // that deadline was this head's alone
+          break;
+        }
+        case held_request::kind::piece:
+          if (!try_piece(h)) {
+            if (moved)
+              start_store_wait();
+            return schedule_flush();
+          }
+          st_.store_wait_over = false;
           break;
         case held_request::kind::release:
           release(h.operand);
@@ -450,6 +664,9 @@ public:
       schedule_flush();
   }
 
+  // A held transfer goes in pieces once it started so, or when it is too large to stage whole.
+  bool piecewise_head(const held_request& h) const { return h.streamed > 0 || piecewise(h.req); }
+
   // Places one operator and settles its credit; false (nothing changed) while it waits for space.
   bool try_submit(op_request& req) {
     const auto l = lane_of(req.where);
@@ -460,13 +677,7 @@ public:
       p = place(*l, req);
     if (p.no_space)
       return false;
-    if (st_.flow && l) {
-      st_.flow->release_bytes(req.data.size() * sizeof(float));
-      if (p.retire.index == 0)
-        st_.flow->release(*l, 1);
-      else
-        st_.lanes[p.retire.lane].credits.push_back({p.retire.index, *l});
-    }
+    settle(req, l, p.retire);
     return true;
   }
 
@@ -623,6 +834,8 @@ public:
     ln.failed = why;
     record(why);
     ln.queue.clear();
+    if (ln.remote && !ln.down) // a child runs nothing more for a failed lane: it goes
+      self_->send(ln.runner, kill_atom::value);
     for (auto& [id, rec] : st_.tensors) {
       const bool lost = rec.lane == l || (rec.writer.lane == l && rec.writer.index > ln.done);
       if (lost && rec.failure.empty())
@@ -834,6 +1047,20 @@ public:
       else
         ++it;
     }
+    for (auto it = st_.pieces.begin(); it != st_.pieces.end();) {
+      const auto& ln = st_.lanes[it->written.lane];
+      if (ln.done >= it->written.index) {
+        st_.staged[it->offset] = it->bytes;
+        it->promise.deliver(it->offset);
+      } else if (!ln.failed.empty()) {
+        it->promise.deliver(make_error(errc::device_failed, ln.failed));
+        free_later(it->offset, it->bytes);
+      } else {
+        ++it;
+        continue;
+      }
+      it = st_.pieces.erase(it);
+    }
     for (auto it = st_.syncs.begin(); it != st_.syncs.end();) {
       if (st_.all_entries_done(it->entries)) {
         if (st_.unreported.empty())
@@ -885,21 +1112,26 @@ public:
       self_->delayed_send(self_, st_.wait_timeout, expire_atom::value, wid);
   }
 
-  caf::error destroyed(const std::string& what) const {
+  static caf::error destroyed(const std::string& what) {
     return make_error(errc::device_failed, what + ": the runtime was destroyed while it waited");
   }
 
   // Shutdown: every thread still waiting on this runtime gets an error rather than a hang.
   void answer_all_waits() {
     for (auto& h : st_.held)
-      if (h.what == held_request::kind::sync || h.what == held_request::kind::fetch)
+      if (h.what != held_request::kind::submit && h.what != held_request::kind::release)
         if (!h.answered)
-          h.promise.deliver(destroyed(h.what == held_request::kind::sync ? "sync" : "to_vector"));
+          h.promise.deliver(destroyed(h.what == held_request::kind::sync
+                                        ? std::string{"sync"}
+                                        : "to_vector of tensor #" + std::to_string(h.operand)));
     st_.held.clear();
     st_.held_refs.clear();
     for (auto& f : st_.fetches)
-      f.promise.deliver(destroyed("to_vector"));
+      f.promise.deliver(destroyed("to_vector of tensor #" + std::to_string(f.operand)));
     st_.fetches.clear();
+    for (auto& p : st_.pieces)
+      p.promise.deliver(destroyed("to_vector"));
+    st_.pieces.clear();
     for (auto& w : st_.syncs)
       w.promise.deliver(destroyed("sync"));
     st_.syncs.clear();
@@ -914,11 +1146,19 @@ public:
     }
     const auto timeout = duration_string(st_.wait_timeout);
     for (auto& h : st_.held) {
-      if (h.wait_id != id || h.answered || h.what == held_request::kind::submit)
+      if (h.wait_id != id || h.answered || h.what == held_request::kind::submit
+          || h.what == held_request::kind::release)
         continue;
       h.answered = true;
+      const auto& head = st_.held.front();
+      const std::string what = h.what == held_request::kind::sync
+                                 ? std::string{"sync"}
+                                 : "to_vector of tensor #" + std::to_string(h.operand);
       h.promise.deliver(make_error(
-        errc::timeout, "waited " + timeout + " behind an operator that waits for room in the store ("
+        errc::timeout, what + ": waited " + timeout + " behind "
+                         + (head.what == held_request::kind::submit ? op_name(head.req)
+                                                                    : std::string{"a read"})
+                         + ", which waits for room in the store ("
                          + std::to_string(st_.store->live_bytes()) + " of "
                          + std::to_string(st_.store->capacity())
                          + " bytes are held, graph_option::store_bytes)"));
@@ -930,6 +1170,17 @@ public:
       it->promise.deliver(make_error(errc::timeout, "sync: no acknowledgement within " + timeout
                                                       + " from " + silent_lanes(it->entries)));
       st_.syncs.erase(it);
+      return;
+    }
+    for (auto it = st_.pieces.begin(); it != st_.pieces.end(); ++it) {
+      if (it->id != id)
+        continue;
+      it->promise.deliver(make_error(
+        errc::timeout, "to_vector: a piece of tensor #" + std::to_string(it->operand)
+                         + " not copied within " + timeout + ": "
+                         + st_.lanes[it->written.lane].dev.str() + " has not acknowledged it"));
+      free_later(it->offset, it->bytes); // its copy may still run
+      st_.pieces.erase(it);
       return;
     }
     for (auto it = st_.fetches.begin(); it != st_.fetches.end(); ++it) {
@@ -982,6 +1233,7 @@ public:
       if (ln.runner.address() != dm.source || ln.down)
         continue;
       ln.down = true;
+      collect(); // what its child could still write is free now
       if (!st_.stopping)
         fail_lane(l, "runner of " + ln.dev.str() + " stopped: "
                        + (dm.reason ? describe(dm.reason, ln.dev.str()) : "exited"));
@@ -1044,7 +1296,7 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
     if (l.remote) {
       auto& p = *setup.process;
       auto ps = make_proxy_setup(p, i, devices[i], setup.store_size, setup.start_timeout,
-                                 setup.wait_timeout);
+                                 stop_timeout(setup.wait_timeout));
       if (st.timeline)
         ps.args.timeline_part = timeline_part(p, i);
       if (st.trace)
@@ -1154,7 +1406,7 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
       auto rp = self->make_response_promise();
       executor_logic x{self};
       if (st.stopping) {
-        rp.deliver(x.destroyed("to_vector"));
+        rp.deliver(x.destroyed("to_vector of tensor #" + std::to_string(id)));
       } else if (!st.held.empty()) {
         const uint64_t wid = st.next_wait_id++;
         x.hold_wait(held_request::kind::fetch, rp, id, wid);
@@ -1166,6 +1418,17 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
       }
       return caf::delegated<uint64_t>{};
     },
+    [=](fetch_atom, operand_id id, uint64_t first, uint64_t count) -> caf::result<uint64_t> {
+      auto& st = self->state;
+      auto rp = self->make_response_promise();
+      executor_logic x{self};
+      if (st.stopping)
+        rp.deliver(x.destroyed("to_vector"));
+      else
+        x.on_piece(rp, id, first, count, st.next_wait_id++);
+      return caf::delegated<uint64_t>{};
+    },
+    [=](unstage_atom, uint64_t offset, uint64_t bytes) { executor_logic{self}.unstage(offset, bytes); },
     [=](sync_atom) -> caf::result<caf::unit_t> {
       auto& st = self->state;
       auto rp = self->make_response_promise();

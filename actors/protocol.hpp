@@ -3,6 +3,9 @@
 //
 //   user thread -> executor:   (submit, op_request)  (release, operand_id)
 //                              (fetch, operand_id) -> uint64_t store offset, once written
+//                              (fetch, operand_id, first, count) -> uint64_t offset of a staging
+//                              range holding those elements of a device tensor too large for the
+//                              store, once copied; (unstage, offset, bytes) gives it back
 //                              (sync) -> unit, once every submitted operator ran
 //                              (wait_ready) -> unit, once every runner is up
 //                              (stats) -> (store live, device live, batches, operators)
@@ -57,6 +60,7 @@ using expire_atom = caf::atom_constant<caf::atom("expire")>;
 using received_atom = caf::atom_constant<caf::atom("received")>;
 using kill_atom = caf::atom_constant<caf::atom("kill")>;
 using progress_atom = caf::atom_constant<caf::atom("progress")>;
+using unstage_atom = caf::atom_constant<caf::atom("unstage")>;
 
 // The lane of a failure that no lane can be blamed for (a malformed frame from a child).
 constexpr uint32_t no_lane = UINT32_MAX;

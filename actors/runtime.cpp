@@ -74,12 +74,14 @@ caf::duration request_timeout(std::chrono::milliseconds wait) {
 class controller final : public detail::runtime_core {
 public:
   controller(caf::actor_system* borrowed, graph_option opt) : opt_(std::move(opt)) {
-    for (auto [name, d] : {std::pair{"wait_timeout", opt_.wait_timeout},
-                           std::pair{"start_timeout", opt_.start_timeout},
-                           std::pair{"progress_timeout", opt_.progress_timeout}})
-      if (d.count() <= 0)
+    for (auto [name, d] : {std::pair{"wait_timeout", &opt_.wait_timeout},
+                           std::pair{"start_timeout", &opt_.start_timeout},
+                           std::pair{"progress_timeout", &opt_.progress_timeout}}) {
+      if (d->count() <= 0)
         throw error(std::string{"graph_option::"} + name
                     + " must be positive (milliseconds::max() means no deadline)");
+      *d = normalized(*d);
+    }
     devices_ = resolve_devices(opt_.devices);
     std::vector<std::string> lane_names{"cpu"};
     for (const auto& d : devices_)
@@ -111,7 +113,7 @@ public:
     setup.progress_timeout = opt_.progress_timeout;
     setup.flow = flow_;
     setup.store_base = store().base();
-    setup.store_size = store().size();
+    setup.store_size = store_size_ = store().size();
     if (borrowed == nullptr) {
       // Every actor of the runtime is detached: the scheduler's pool only needs a thread or two.
       cfg_.emplace();
@@ -144,8 +146,8 @@ public:
     flow_->close("the runtime was destroyed");
     bool stopped = false;
     try {
-      const auto problems = ask<std::string>("shutdown", request_timeout(opt_.wait_timeout),
-                                             shutdown_atom::value);
+      const auto problems = ask<std::string>(
+        "shutdown", request_timeout(stop_timeout(opt_.wait_timeout)), shutdown_atom::value);
       if (!problems.empty())
         std::cerr << "actorgraph: shutdown: " << problems << '\n';
       stopped = true;
@@ -194,6 +196,27 @@ public:
       const auto* p = reinterpret_cast<const char*>(out.data());
       rec.data.assign(p, p + count * sizeof(float));
       trace_->write(rec);
+    }
+    return out;
+  }
+
+  bool piecewise(uint64_t bytes) const noexcept override {
+    return bytes > store_size_ / 2;
+  }
+
+  // A piece at a time: the executor copies it to a staging range, this thread copies it out and
+  // gives the range back. Reads of this kind are not recorded in a trace.
+  std::vector<float> read_device(operand_id id, std::size_t count) override {
+    const uint64_t piece = std::max<uint64_t>(1, store_size_ / 4 / sizeof(float));
+    std::vector<float> out(count);
+    for (uint64_t first = 0; first < count; first += piece) {
+      const uint64_t n = std::min<uint64_t>(piece, count - first);
+      const auto offset = wait<uint64_t>("to_vector of tensor #" + std::to_string(id), fetch_atom::value,
+                                         id, first, n);
+      if (!store().contains(offset, n * sizeof(float)))
+        throw error("to_vector of tensor #" + std::to_string(id) + ": store range out of bounds");
+      std::memcpy(out.data() + first, store().base() + offset, n * sizeof(float));
+      caf::anon_send(executor_, unstage_atom::value, offset, n * sizeof(float));
     }
     return out;
   }
@@ -303,6 +326,7 @@ private:
   caf::actor_system* sys_ = nullptr;
   caf::actor executor_; // set once, before any other thread can see this runtime
   std::shared_ptr<flow_control> flow_;
+  std::size_t store_size_ = 0;
   std::atomic<bool> stopped_{false};
   std::shared_ptr<trace::writer> trace_;
   std::shared_ptr<ag::timeline> timeline_;

@@ -62,6 +62,17 @@ void* naive_runner::output(const op_desc& op, const operand_ref& ref, std::size_
   return p;
 }
 
+float* naive_runner::piece(const op_desc& op, const operand_ref& ref, bool destination) {
+  if (ref.on_host())
+    throw error(describe(op) + ": a piece's operand must be on the device");
+  if (op.m > op.n || op.count > op.n - op.m)
+    throw error(describe(op) + ": piece [" + std::to_string(op.m) + ", +" + std::to_string(op.count)
+                + ") lies outside its operand of " + std::to_string(op.n) + " elements");
+  const auto whole = bytes_of(op, op.n);
+  void* p = destination && op.m == 0 ? output(op, ref, whole) : input(op, ref, whole);
+  return static_cast<float*>(p) + op.m;
+}
+
 void naive_runner::run(const op_desc& op) {
   // A kernel reads and writes device memory (or host memory on cpu/sim streams, where the store is
   // the device's memory too); only copy may cross between the store and a CUDA device.
@@ -74,7 +85,8 @@ void naive_runner::run(const op_desc& op) {
   switch (op.kind) {
     case op_kind::fill: {
       const auto bytes = bytes_of(op, op.count);
-      stream_.fill(f(output(op, op.out, bytes)), op.count, op.scalar);
+      stream_.fill(op.n != 0 ? piece(op, op.out, true) : f(output(op, op.out, bytes)), op.count,
+                   op.scalar);
       return;
     }
     case op_kind::add:
@@ -107,6 +119,15 @@ void naive_runner::run(const op_desc& op) {
     }
     case op_kind::copy: {
       const auto bytes = bytes_of(op, op.count);
+      if (op.n != 0) { // a piece of a transfer larger than the store: one side is a store range
+        if (op.out.on_host() == op.a.on_host())
+          throw error(describe(op) + ": a piece copies between the store and a device operand");
+        if (op.a.on_host())
+          stream_.copy(piece(op, op.out, true), false, input(op, op.a, bytes), true, bytes);
+        else
+          stream_.copy(input(op, op.out, bytes), true, piece(op, op.a, false), false, bytes);
+        return;
+      }
       void* src = input(op, op.a, bytes);
       void* dst = output(op, op.out, bytes);
       stream_.copy(dst, op.out.on_host(), src, op.a.on_host(), bytes);

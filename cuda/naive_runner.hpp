@@ -44,6 +44,9 @@ private:
   void* input(const op_desc& op, const operand_ref& ref, std::size_t bytes) const;
   // The memory a new operand of `bytes` bytes is written to (allocated for device operands).
   void* output(const op_desc& op, const operand_ref& ref, std::size_t bytes);
+  // A piece (op.n != 0): elements [m, m + count) of the device operand `ref` of n elements. As the
+  // destination, the piece at m = 0 creates it.
+  float* piece(const op_desc& op, const operand_ref& ref, bool destination);
 
   kernel_stream& stream_;
   std::byte* store_base_;

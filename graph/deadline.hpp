@@ -17,6 +17,21 @@ inline bool no_deadline(std::chrono::milliseconds d) noexcept {
   return d == std::chrono::milliseconds::max();
 }
 
+// A timeout option as the runtime uses it: anything over 100 years is "no deadline" (CAF and
+// <chrono> add timeouts to nanosecond clocks, which a value near milliseconds::max() overflows).
+inline std::chrono::milliseconds normalized(std::chrono::milliseconds d) noexcept {
+  using years100 = std::chrono::duration<int64_t, std::ratio<int64_t{100} * 365 * 24 * 3600>>;
+  return d >= std::chrono::duration_cast<std::chrono::milliseconds>(years100{1})
+           ? std::chrono::milliseconds::max()
+           : d;
+}
+
+// The deadline of a child's exit at shutdown: wait_timeout, or 60 s when waits have none (a
+// child that never exits must not keep the runtime from ending).
+inline std::chrono::milliseconds stop_timeout(std::chrono::milliseconds wait) noexcept {
+  return no_deadline(wait) ? std::chrono::milliseconds{60000} : wait;
+}
+
 // a + b, saturating at milliseconds::max() (so "no deadline" plus a grace is still none).
 inline std::chrono::milliseconds saturating_add(std::chrono::milliseconds a,
                                                 std::chrono::milliseconds b) noexcept {

@@ -21,6 +21,9 @@ std::string ref(const operand_ref& r) {
 
 std::string describe(const op_desc& op) {
   std::string s = to_string(op.kind) + " -> " + ref(op.out);
+  if ((op.kind == op_kind::copy || op.kind == op_kind::fill) && op.n != 0)
+    s += " [piece " + std::to_string(op.m) + "+" + std::to_string(op.count) + " of "
+         + std::to_string(op.n) + "]";
   switch (op.kind) {
     case op_kind::fill:
     case op_kind::upload: return s;

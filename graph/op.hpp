@@ -64,6 +64,9 @@ struct op_desc {
   uint64_t m = 0;     // matmul: a is [m,k], b is [k,n]
   uint64_t k = 0;
   uint64_t n = 0;
+  // copy and fill with n != 0: a piece of a transfer larger than the store. The device-side
+  // operand holds n elements and the piece is its elements [m, m + count); the piece at m = 0
+  // creates it. The other side of a copy is a store range of count elements.
   float scalar = 0.0f;
 };
 

@@ -31,6 +31,13 @@ public:
   // Waits until operand id (a cpu tensor of count floats) is written and copies it out.
   virtual std::vector<float> read(operand_id id, std::size_t count) = 0;
 
+  // True when a tensor of `bytes` is too large to stage whole in the host store: it is moved and
+  // read through the store in pieces.
+  virtual bool piecewise(uint64_t bytes) const noexcept = 0;
+
+  // Copies out device operand id (count floats) a piece at a time through the store.
+  virtual std::vector<float> read_device(operand_id id, std::size_t count) = 0;
+
   virtual void sync() = 0;
 
 private:

@@ -199,10 +199,13 @@ tensor tensor::to(const ag::device& target) const {
 
 std::vector<float> tensor::to_vector() const {
   const auto& a = checked("to_vector");
-  if (!a.where.is_cpu())
-    return to(device::cpu()).to_vector();
   auto rt = a.live("to_vector");
-  return rt->read(a.id, detail::element_count(a.shape, "to_vector"));
+  const uint64_t count = detail::element_count(a.shape, "to_vector");
+  if (a.where.is_cpu())
+    return rt->read(a.id, count);
+  if (rt->piecewise(count * sizeof(float)))
+    return rt->read_device(a.id, count);
+  return to(device::cpu()).to_vector();
 }
 
 } // namespace ag

@@ -116,7 +116,7 @@ TEST_CASE("an operator whose store space never frees fails at wait_timeout namin
     CHECK_THROWS_WITH(second.to_vector(),
                       Contains("store full") && Contains("from_vector")
                         && Contains("no acknowledgement freed enough within 1000 ms"));
-    // With no range waiting to be freed, a store too small fails at once.
+    // A cpu tensor larger than the whole store fails at once: no wait could make room for it.
     CHECK_THROWS_WITH(rt.full({2 * 1024 * 1024}, 1.0f, ag::device::cpu()).to_vector(),
                       Contains("store full") && Contains("store_bytes"));
   }

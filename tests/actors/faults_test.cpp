@@ -102,7 +102,7 @@ TEST_CASE("a stopped child holds submitters back once its queue passes the bound
           "[faults]") {
   {
     auto opt = option(2, 20000ms);
-    opt.max_queued_bytes = 256 << 10;
+    opt.max_queued_bytes = 4 << 10; // reached within a few broadcasts
     opt.progress_timeout = 1000ms;
     ag::runtime rt{opt};
     const pid_t child = runner_of_lane(1);

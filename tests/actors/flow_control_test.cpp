@@ -18,10 +18,13 @@ ag::flow_control make(uint64_t ops, uint64_t bytes) {
   return ag::flow_control{{"cpu", "sim:0", "sim:1"}, {ops, bytes}};
 }
 
-// True when `f` is still blocked after 100 ms.
+// True once `n` acquires have had to wait (within 5 s), and `f` is still waiting.
 template <class T>
-bool blocked(std::future<T>& f) {
-  return f.wait_for(100ms) == std::future_status::timeout;
+bool blocked(ag::flow_control& fc, uint64_t n, std::future<T>& f) {
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (fc.stats().blocked < n && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  return fc.stats().blocked >= n && f.wait_for(10ms) == std::future_status::timeout;
 }
 
 } // namespace
@@ -32,7 +35,7 @@ TEST_CASE("a full lane blocks its submitters until a credit comes back, and no o
   CHECK(fc.acquire(1, 0, 5000ms).empty());
   CHECK(fc.acquire(1, 0, 5000ms).empty());
   auto third = std::async(std::launch::async, [&] { return fc.acquire(1, 0, 5000ms); });
-  REQUIRE(blocked(third));
+  REQUIRE(blocked(fc, 1, third));
   CHECK(fc.acquire(2, 0, 5000ms).empty()); // sim:1 has room
   CHECK(fc.acquire(0, 0, 5000ms).empty());
   fc.release(1, 1);
@@ -48,7 +51,7 @@ TEST_CASE("upload bytes are bounded, and one upload larger than the bound passes
   auto fc = make(100, 1000);
   CHECK(fc.acquire(1, 600, 5000ms).empty());
   auto second = std::async(std::launch::async, [&] { return fc.acquire(2, 600, 5000ms); });
-  REQUIRE(blocked(second));
+  REQUIRE(blocked(fc, 1, second));
   fc.release_bytes(600);
   REQUIRE(second.wait_for(5s) == std::future_status::ready);
   CHECK(second.get().empty());
@@ -64,8 +67,8 @@ TEST_CASE("a held flow blocks every lane until it resumes", "[flow]") {
   CHECK(fc.held());
   auto a = std::async(std::launch::async, [&] { return fc.acquire(0, 0, 5000ms); });
   auto b = std::async(std::launch::async, [&] { return fc.acquire(2, 0, 5000ms); });
-  REQUIRE(blocked(a));
-  REQUIRE(blocked(b));
+  REQUIRE(blocked(fc, 2, a));
+  REQUIRE(blocked(fc, 2, b));
   fc.resume();
   REQUIRE(a.wait_for(5s) == std::future_status::ready);
   REQUIRE(b.wait_for(5s) == std::future_status::ready);
@@ -90,7 +93,7 @@ TEST_CASE("milliseconds::max() waits without a deadline, and closing wakes every
   REQUIRE(fc.acquire(1, 0, std::chrono::milliseconds::max()).empty());
   auto forever = std::async(std::launch::async,
                             [&] { return fc.acquire(1, 0, std::chrono::milliseconds::max()); });
-  REQUIRE(blocked(forever)); // not failed at once, as an overflowing deadline would
+  REQUIRE(blocked(fc, 1, forever)); // not failed at once, as an overflowing deadline would
   fc.close("the runtime was destroyed");
   REQUIRE(forever.wait_for(5s) == std::future_status::ready);
   CHECK(forever.get() == "the runtime was destroyed");

@@ -386,3 +386,35 @@ TEST_CASE("an upload op is not executed by a runner and throws ag::error naming 
   CHECK(f.runner.live_bytes() == 0);
   CHECK(f.runner.live_operands() == 0);
 }
+
+TEST_CASE("pieces fill a device operand from the store and copy it back a slice at a time",
+          "[cuda-ref]") {
+  fixture f;
+  auto piece = [](op_kind kind, operand_ref out, operand_ref a, uint64_t first, uint64_t count,
+                  uint64_t total) {
+    auto op = unary(kind, out, a, count);
+    op.m = first;
+    op.n = total;
+    return op;
+  };
+  f.mem->put(0, {1, 2, 3, 4, 5, 6});
+  // Elements [0, 4) then [4, 6) of #1 (6 elements), created by the first piece.
+  f.runner.run(piece(op_kind::copy, dev(1), host(0, 0), 0, 4, 6));
+  f.runner.run(piece(op_kind::copy, dev(1), host(16, 0), 4, 2, 6));
+  CHECK(f.runner.live_bytes() == 6 * sizeof(float));
+  // Elements [2, 5) back to the store at 256.
+  f.runner.run(piece(op_kind::copy, host(256, 0), dev(1), 2, 3, 6));
+  f.stream->synchronize();
+  CHECK(f.mem->at(256) == 3.0f);
+  CHECK(f.mem->at(260) == 4.0f);
+  CHECK(f.mem->at(264) == 5.0f);
+  // A fill piece continues an operand too; a piece outside its operand names the range.
+  f.runner.run(piece(op_kind::fill, dev(2), {}, 0, 3, 5));
+  CHECK_THROWS_WITH(f.runner.run(piece(op_kind::fill, dev(2), {}, 3, 3, 5)),
+                    Catch::Contains("piece [3, +3)") && Catch::Contains("5 elements"));
+  // A later piece of an operand that does not exist names it.
+  CHECK_THROWS_WITH(f.runner.run(piece(op_kind::copy, dev(9), host(0, 0), 2, 1, 4)),
+                    Catch::Contains("#9"));
+  CHECK_THROWS_WITH(f.runner.run(piece(op_kind::copy, dev(1), dev(2), 0, 1, 6)),
+                    Catch::Contains("between the store and a device operand"));
+}

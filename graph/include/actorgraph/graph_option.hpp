@@ -26,7 +26,8 @@ struct graph_option {
   // (cudaHostRegister) 64 MiB at a time, as copies first touch each part.
   std::size_t store_bytes = std::size_t{1} << 30;
 
-  // Every timeout below takes std::chrono::milliseconds::max() as "no deadline".
+  // Every timeout below takes std::chrono::milliseconds::max() (or anything over 100 years) as
+  // "no deadline". A child's exit at shutdown is still given wait_timeout, or 60 s without one.
 
   // Deadline of every wait on the user's thread: sync(), to_vector(), shutdown, and an operator
   // that waits for room (below). A wait that passes it throws ag::error naming the devices that did
@@ -43,7 +44,7 @@ struct graph_option {
   // from_vector data not yet copied into the store would pass max_in_flight_bytes (one larger
   // upload passes alone), or (process mode) while a child is more than max_queued_bytes behind in
   // reading the broadcasts the controller queues for it. A full device blocks only the threads
-  // submitting to it.
+  // submitting to it; an operator waiting for store space holds back every operator after it.
   std::size_t max_in_flight_ops = std::size_t{1} << 16;
   std::size_t max_in_flight_bytes = std::size_t{256} << 20;
   std::size_t max_queued_bytes = std::size_t{256} << 20;

@@ -3,8 +3,10 @@
 // returns. It owns a CAF actor system, or uses one the application already has.
 //
 // Threads: every member may be called from several threads at once, and so may the operators and
-// reads of its tensors (README.md, "Threads"). The destructor may run on any thread; waits still
-// pending on other threads then end with ag::error saying the runtime was destroyed.
+// reads of its tensors (README.md, "Threads"). The destructor may run on any thread (not while
+// another thread is inside a member of this object); tensor waits still pending on other threads
+// then end with ag::error saying the runtime was destroyed. With an application's actor system,
+// the calling thread's CAF logger reference is dropped after each call (README.md, "Threads").
 #pragma once
 
 #include <cstddef>
@@ -47,8 +49,9 @@ public:
   // Uses the application's actor system, which must outlive the runtime.
   runtime(caf::actor_system& sys, graph_option opt);
 
-  // Waits (up to wait_timeout) for submitted work, stops every runner and releases the store, on
-  // whichever thread runs it. Tensors that outlive the runtime throw ag::error when used.
+  // Waits (up to wait_timeout) for submitted work, then stops every runner (each child is given
+  // wait_timeout, or 60 s without one, to exit) and releases the store, on whichever thread runs
+  // it. Tensors that outlive the runtime throw ag::error when used.
   ~runtime();
 
   runtime(const runtime&) = delete;

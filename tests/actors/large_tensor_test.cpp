@@ -1,0 +1,52 @@
+// Tensors larger than the host store go through it in pieces, in both modes and both directions:
+// an upload to a device, a move between devices, and a read of a device tensor.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <vector>
+
+#include <actorgraph/actorgraph.hpp>
+
+#include "tests/actors/process_helpers.hpp"
+
+using namespace ag::test;
+using namespace std::chrono_literals;
+using Catch::Contains;
+
+TEST_CASE("a tensor three times the size of the store reaches, crosses and leaves devices",
+          "[backpressure][process]") {
+  const bool process = GENERATE(false, true);
+  INFO((process ? "process mode" : "thread mode"));
+  ag::graph_option opt;
+  opt.devices = ag::parse_devices("sim:0,sim:1");
+  opt.per_device_per_process = process;
+  opt.store_bytes = std::size_t{4} << 20; // 4 MiB
+  opt.wait_timeout = 30s;
+  {
+    ag::runtime rt{opt};
+    const std::size_t n = 3 * 1024 * 1024; // 12 MiB of floats
+    std::vector<float> values(n);
+    for (std::size_t i = 0; i < n; ++i)
+      values[i] = static_cast<float>(i % 1000) * 0.5f;
+    const auto a = rt.from_vector({int64_t(n)}, values, ag::device::sim(0));
+    const auto doubled = a + a;
+    const auto moved = doubled.to(ag::device::sim(1));
+    const auto back = moved.to_vector();
+    REQUIRE(back.size() == n);
+    bool same = true;
+    for (std::size_t i = 0; i < n && same; ++i)
+      same = back[i] == values[i] * 2.0f;
+    CHECK(same);
+    CHECK(a.to_vector() == values);
+    // Small results still come back through a cpu tensor.
+    CHECK(moved.sum().to_vector().size() == 1);
+    // A cpu tensor lives in the store: one larger than it is refused, naming the option.
+    CHECK_THROWS_WITH(a.to(ag::device::cpu()).sum().to_vector(),
+                      Contains("store full") && Contains("store_bytes"));
+    CHECK_THROWS_WITH(rt.sync(), Contains("store full")); // that failure, reported once
+    rt.sync();
+    CHECK(rt.stats().store_live_bytes == 0);
+  }
+  CHECK(runner_children().empty());
+  CHECK(my_shm().empty());
+}
