@@ -1006,7 +1006,7 @@ public:
                      + duration_string(st_.progress_timeout) + " (it read none of "
                      + std::to_string(st_.broadcast_seq - ln.broadcasts_received)
                      + " broadcasts, " + std::to_string(behind)
-                     + " bytes, graph_option::progress_timeout); its child was killed");
+                     + " bytes, graph_option::progress_timeout); its child is killed");
     }
     if (watching)
       schedule_progress_check();
@@ -1237,8 +1237,10 @@ public:
       if (!st_.stopping)
         fail_lane(l, "runner of " + ln.dev.str() + " stopped: "
                        + (dm.reason ? describe(dm.reason, ln.dev.str()) : "exited"));
-      else if (dm.reason && dm.reason.category() == error_category // a child that exited with
-               && dm.reason.code() != static_cast<uint8_t>(errc::runner_exited)) // a code, or was killed
+      else if (ln.failed.empty() && dm.reason && dm.reason.category() == error_category
+               && dm.reason.code() != static_cast<uint8_t>(errc::runner_exited))
+        // a healthy lane's child that exited with a code, or had to be killed (one killed for a
+        // failure was reported then)
         st_.shutdown_problems += (st_.shutdown_problems.empty() ? "" : "; ")
                                  + describe(dm.reason, ln.dev.str());
     }

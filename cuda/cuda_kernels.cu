@@ -62,11 +62,15 @@ __global__ void binary_kernel(const float* a, const float* b, float* out, std::s
     out[i] = f(a[i], b[i]);
 }
 
-// The twin of cpu::relu: NaN stays NaN, -0.0 gives +0.0.
+// The twin of cpu::relu: NaN stays NaN (its very bits), -0.0 gives +0.0. Decided on the bits:
+// written with float compares, nvcc turns it into max.NaN, which returns the canonical NaN.
 __global__ void relu_kernel(const float* a, float* out, std::size_t count) {
   for (std::size_t i = first_index(); i < count; i += grid_stride()) {
     const float x = a[i];
-    out[i] = x > 0.0f || x != x ? x : 0.0f;
+    const unsigned bits = __float_as_uint(x);
+    const bool positive = static_cast<int>(bits) > 0; // sign clear, not +0 (+inf, +NaN too)
+    const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+    out[i] = positive || nan ? x : 0.0f;
   }
 }
 

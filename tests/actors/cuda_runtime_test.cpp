@@ -142,3 +142,29 @@ TEST_CASE("a child whose GPU cannot be used fails start-up naming the device and
   ::unlink(script.c_str());
   ::rmdir(dir);
 }
+
+TEST_CASE("a tensor larger than the store reaches, crosses and leaves cuda:0 in pieces, in both "
+          "modes",
+          "[cuda]") {
+  for (bool process : {false, true}) {
+    INFO((process ? "process mode" : "thread mode"));
+    auto opt = cuda_option();
+    opt.per_device_per_process = process;
+    opt.store_bytes = std::size_t{8} << 20; // 8 MiB, the tensor is 40 MiB
+    {
+      ag::runtime rt{opt};
+      const auto values = ramp(10 * 1024 * 1024, -3.0f, 0.25f);
+      const auto a = rt.from_vector({int64_t(values.size())}, values, ag::device::cuda(0));
+      const auto doubled = a + a;
+      const auto on_sim = doubled.to(ag::device::sim(0));
+      const auto back = on_sim.to(ag::device::cuda(0)).to_vector();
+      std::vector<float> want(values.size());
+      for (std::size_t i = 0; i < values.size(); ++i)
+        want[i] = values[i] * 2.0f;
+      CHECK(same_bits(back, want));
+      CHECK(same_bits(a.to_vector(), values));
+    }
+    CHECK(ag::test::runner_children().empty());
+    CHECK(ag::test::my_shm().empty());
+  }
+}

@@ -118,7 +118,7 @@ TEST_CASE("a stopped child holds submitters back once its queue passes the bound
     }
     CHECK(x.to_vector() == std::vector<float>(16, 20000.0f));
     CHECK_THROWS_WITH(rt.sync(), Contains("sim:0 made no progress for 1000 ms")
-                                   && Contains("its child was killed"));
+                                   && Contains("its child is killed"));
     CHECK(rt.stats().blocked_submits > 0); // the queue's bound held the submitter back
     CHECK(within(5000ms, [&] { return exited(child); }));
   }

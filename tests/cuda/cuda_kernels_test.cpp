@@ -2,6 +2,8 @@
 // exists, so a missing GPU here is a failure, not a skip.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -151,10 +153,12 @@ TEST_CASE("cuda relu matches the CPU reference", "[cuda]") {
   for (std::size_t count : sizes) {
     INFO("count " << count);
     auto a = random_floats(count, 5);
-    // The edge cases: both zeros must come out as +0.
-    if (count >= 2) {
+    // The edge cases: both zeros must come out as +0, NaNs of either sign as themselves.
+    if (count >= 4) {
       a[0] = 0.0f;
       a[1] = -0.0f;
+      a[2] = std::numeric_limits<float>::quiet_NaN();
+      a[3] = -std::numeric_limits<float>::quiet_NaN();
     }
     device_buffer da(*s, count), dout(*s, count);
     upload(*s, da.get(), a);
