@@ -48,6 +48,20 @@ inline constexpr const char* exit_codes_text =
 constexpr std::size_t max_config_file_bytes = std::size_t{1} << 20;
 
 // "not an option" from caf::pec::not_an_option, "cannot open file" from caf::sec::cannot_open_file.
+// The whole of each program's main(): runs `start`, and turns an exception that escaped it into a
+// message naming the program and `code`, never into std::terminate.
+inline int guarded_main(const char* name, int (*start)(int, char**), int argc, char** argv,
+                        int code) {
+  try {
+    return start(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+  } catch (...) {
+    std::fprintf(stderr, "%s: an unknown exception\n", name);
+  }
+  return code;
+}
+
 inline std::string words(std::string name) {
   for (auto& c : name)
     if (c == '_')

@@ -2,9 +2,11 @@
 // whole-file reads and writes. Include after catch2/catch.hpp.
 #pragma once
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -36,6 +38,34 @@ public:
 
 private:
   std::string path_;
+};
+
+// Points $TMPDIR at a fresh directory for the test's lifetime, then restores it and removes the
+// directory with whatever a failed test left in it (remove_all never follows a symlink).
+struct scoped_tmpdir {
+  std::optional<std::string> saved;
+  std::string path;
+
+  scoped_tmpdir() {
+    if (const char* t = std::getenv("TMPDIR"))
+      saved = t;
+    std::string templ = "/tmp/ag-test-" + std::to_string(::getpid()) + "-XXXXXX";
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    REQUIRE(::mkdtemp(buf.data()) != nullptr);
+    path = buf.data();
+    ::setenv("TMPDIR", path.c_str(), 1);
+  }
+  ~scoped_tmpdir() {
+    if (saved)
+      ::setenv("TMPDIR", saved->c_str(), 1);
+    else
+      ::unsetenv("TMPDIR");
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  scoped_tmpdir(const scoped_tmpdir&) = delete;
+  scoped_tmpdir& operator=(const scoped_tmpdir&) = delete;
 };
 
 inline std::vector<char> slurp(const std::string& path) {

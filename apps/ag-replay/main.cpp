@@ -204,12 +204,5 @@ int start(int argc, char** argv) {
 } // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return start(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ag-replay: %s\n", e.what());
-  } catch (...) {
-    std::fprintf(stderr, "ag-replay: an unknown exception\n");
-  }
-  return ag::app::exit_cannot_run;
+  return ag::app::guarded_main("ag-replay", start, argc, argv, ag::app::exit_cannot_run);
 }

@@ -241,12 +241,5 @@ int start(int argc, char** argv) {
 } // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return start(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ag-soak: %s\n", e.what());
-  } catch (...) {
-    std::fprintf(stderr, "ag-soak: an unknown exception\n");
-  }
-  return ag::app::exit_failed;
+  return ag::app::guarded_main("ag-soak", start, argc, argv, ag::app::exit_failed);
 }

@@ -33,18 +33,6 @@ ag::graph_option option(int sims, std::chrono::milliseconds timeout) {
   return opt;
 }
 
-// Polls `done` every 10 ms until it holds or `limit` passes.
-template <class F>
-bool within(std::chrono::milliseconds limit, F done) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline)
-      return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
-
 unsigned mode_of(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? (st.st_mode & 0777) : 0;

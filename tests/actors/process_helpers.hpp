@@ -2,9 +2,11 @@
 // and a private TMPDIR that shows every runtime directory made meanwhile.
 #pragma once
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <dirent.h>
@@ -133,6 +135,18 @@ inline std::string beside_this_program(const std::string& name, const std::strin
       return dir;
   }
   return fallback;
+}
+
+// Polls `done` every 10 ms until it holds (true) or `limit` passes (false).
+template <class F>
+bool within(std::chrono::milliseconds limit, F done) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  }
+  return true;
 }
 
 } // namespace ag::test

@@ -19,18 +19,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Polls `done` every 10 ms until it holds or `limit` passes.
-template <class F>
-bool within(std::chrono::milliseconds limit, F done) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline)
-      return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
-
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
 // ag-test-controller DIR N MODE, started by /bin/sh after `shell_setup` (traps, ulimits), which

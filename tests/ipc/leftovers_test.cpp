@@ -26,8 +26,10 @@
 #include "ipc/sub_process.hpp"
 #include "ipc/tensor_store.hpp"
 #include "tests/actors/process_helpers.hpp"
+#include "tests/temp_files.hpp"
 
 using namespace std::chrono_literals;
+using ag::test::scoped_tmpdir;
 
 namespace {
 
@@ -43,31 +45,6 @@ void write_file(const std::string& path, const std::string& text) {
   std::fclose(f);
 }
 
-// Points $TMPDIR at a fresh directory for the test's lifetime, then restores it and removes the
-// directory with whatever a failed test left in it (remove_all never follows a symlink).
-struct scoped_tmpdir {
-  std::optional<std::string> saved;
-  std::string path;
-
-  scoped_tmpdir() {
-    if (const char* t = std::getenv("TMPDIR"))
-      saved = t;
-    std::string templ = "/tmp/ag-test-" + std::to_string(::getpid()) + "-XXXXXX";
-    std::vector<char> buf(templ.begin(), templ.end());
-    buf.push_back('\0');
-    REQUIRE(::mkdtemp(buf.data()) != nullptr);
-    path = buf.data();
-    ::setenv("TMPDIR", path.c_str(), 1);
-  }
-  ~scoped_tmpdir() {
-    if (saved)
-      ::setenv("TMPDIR", saved->c_str(), 1);
-    else
-      ::unsetenv("TMPDIR");
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-};
 
 // Shared-memory objects (and symlinks in /dev/shm) a test made; unlinked at the end whatever
 // happened, so that nothing is left in /dev/shm.

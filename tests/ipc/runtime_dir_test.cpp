@@ -17,8 +17,11 @@
 
 #include "actorgraph/error.hpp"
 #include "ipc/runtime_dir.hpp"
+#include "tests/temp_files.hpp"
 
 using ag::runtime_dir;
+
+using ag::test::scoped_tmpdir;
 
 namespace {
 
@@ -32,31 +35,6 @@ void touch(const std::string& path) {
     std::fclose(f);
 }
 
-// Points $TMPDIR at a fresh directory for the test's lifetime, then restores it and removes the
-// directory with whatever a failed test left in it.
-struct scoped_tmpdir {
-  std::optional<std::string> saved;
-  std::string path;
-
-  scoped_tmpdir() {
-    if (const char* t = std::getenv("TMPDIR"))
-      saved = t;
-    std::string templ = "/tmp/ag-test-" + std::to_string(::getpid()) + "-XXXXXX";
-    std::vector<char> buf(templ.begin(), templ.end());
-    buf.push_back('\0');
-    REQUIRE(::mkdtemp(buf.data()) != nullptr);
-    path = buf.data();
-    ::setenv("TMPDIR", path.c_str(), 1);
-  }
-  ~scoped_tmpdir() {
-    if (saved)
-      ::setenv("TMPDIR", saved->c_str(), 1);
-    else
-      ::unsetenv("TMPDIR");
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-};
 
 bool starts_with(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
