@@ -7,6 +7,7 @@
 // controller and the executor share it; tests drive it without an actor system.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -56,18 +57,23 @@ public:
   const limits& bounds() const noexcept { return lim_; }
 
 private:
-  bool fits(uint32_t lane, uint64_t bytes) const noexcept;
+  bool bytes_fit(uint64_t bytes) const noexcept; // under the mutex
   std::string why_full(uint32_t lane, uint64_t bytes) const;
+  bool take(uint32_t lane) noexcept; // one credit, if the lane has room (lock-free)
+  void wake() noexcept;                  // wakes the waiters, if any
 
   const std::vector<std::string> names_;
   const limits lim_;
-  mutable std::mutex mtx_;
+  std::vector<std::atomic<uint64_t>> ops_; // per lane
+  std::atomic<bool> held_{false};
+  std::atomic<bool> closed_{false};
+  std::atomic<uint64_t> waiters_{0};
+  mutable std::mutex mtx_; // guards what follows, and the waits
   std::condition_variable cv_;
-  std::vector<uint64_t> ops_;
   uint64_t bytes_ = 0;
   uint64_t blocked_ = 0;
-  std::string held_; // empty: not held
-  std::string closed_; // empty: open
+  std::string held_why_;
+  std::string closed_why_;
 };
 
 } // namespace ag
