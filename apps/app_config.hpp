@@ -41,7 +41,9 @@ enum exit_code : int {
 inline constexpr const char* exit_codes_text =
   "exit codes: 0 success; 1 the run failed, diverged or gave wrong results; 2 a bad command line,\n"
   "configuration file or (ag-replay) trace; 3 cannot run here (a runner did not start, a file\n"
-  "cannot be written); 4 (ag-runner) its device's stream failed or stopped\n";
+  "cannot be written); 4 (ag-runner) its device's stream failed or stopped\n"
+  "configuration: none is read unless --config-file names one (CAF's help above says\n"
+  "caf-application.ini, which is never read from the working directory)\n";
 
 // The largest configuration file read (--config-file): far more than any real one, and a bound
 // on what /dev/zero or a mistaken path can make the program read.

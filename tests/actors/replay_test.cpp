@@ -119,6 +119,38 @@ TEST_CASE("a trace recorded in either mode replays in both modes to the same dig
   CHECK(runner_children().empty());
 }
 
+TEST_CASE("a trace with tensors larger than the store replays in both modes", "[trace]") {
+  temp_dir dir{"replay-pieces"};
+  for (const bool recorded_process : {false, true}) {
+    const auto path = dir.file(recorded_process ? "process.trace" : "thread.trace");
+    std::vector<ag::tensor> kept;
+    {
+      ag::graph_option opt;
+      opt.devices = {ag::device::sim(0), ag::device::sim(1)};
+      opt.per_device_per_process = recorded_process;
+      opt.store_bytes = std::size_t{1} << 20; // 1 MiB; the tensor is 3 MiB
+      opt.trace_path = path;
+      ag::runtime rt{opt};
+      std::vector<float> values(768 * 1024);
+      for (std::size_t i = 0; i < values.size(); ++i)
+        values[i] = float(i % 97);
+      const auto a = rt.from_vector({int64_t(values.size())}, values, ag::device::sim(0));
+      const auto b = (a * a).to(ag::device::sim(1));
+      kept = {b, b.sum().to(ag::device::cpu())};
+      REQUIRE(kept[1].to_vector().size() == 1);
+    }
+    const auto t = ag::trace::read_file(path);
+    const auto inproc = replay_file(t, false);
+    const auto process = replay_file(t, true);
+    INFO(inproc.divergence << process.divergence);
+    REQUIRE(inproc.matched);
+    REQUIRE(process.matched);
+    CHECK(ag::format_digests(inproc.digests) == ag::format_digests(process.digests));
+  }
+  CHECK(my_shm().empty());
+  CHECK(runner_children().empty());
+}
+
 TEST_CASE("a changed store write is a divergence naming the read and who wrote it", "[trace]") {
   temp_dir dir{"replay-test"};
   const auto path = dir.file("t");
