@@ -15,6 +15,7 @@
 
 #include "actors/flow_control.hpp"
 #include "actors/process_env.hpp"
+#include "actors/store_fence.hpp"
 #include "actors/protocol.hpp"
 #include "actors/publisher.hpp"
 #include "actors/puller.hpp"
@@ -913,6 +914,7 @@ public:
       } else {
         if (st_.trace)
           st_.trace->write(trace::local_rec{b});
+        store_fence::release(); // the uploads stored for it
         self_->send(ln.runner, execute_atom::value, std::move(b));
       }
     }
@@ -1051,6 +1053,7 @@ public:
       const auto& ln = st_.lanes[it->written.lane];
       if (ln.done >= it->written.index) {
         st_.staged[it->offset] = it->bytes;
+        store_fence::release();
         it->promise.deliver(it->offset);
       } else if (!ln.failed.empty()) {
         it->promise.deliver(make_error(errc::device_failed, ln.failed));
@@ -1089,6 +1092,7 @@ public:
     }
     if (!st_.satisfied(rec.writer))
       return false;
+    store_fence::release();
     rp.deliver(rec.offset);
     return true;
   }
@@ -1334,6 +1338,7 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
       x.schedule_flush();
     },
     [=](release_atom, operand_id id) {
+      store_fence::acquire(); // a user's thread's last reads of the range
       executor_logic x{self};
       x.on_release(id);
       x.schedule_flush();
@@ -1362,6 +1367,7 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
       }
     },
     [=](done_atom, uint32_t l, uint64_t done, uint64_t live) {
+      store_fence::acquire(); // what the runner did with its store ranges, before they are reused
       auto& st = self->state;
       if (!lane_ok(l))
         return;
@@ -1380,6 +1386,7 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
       x.collect();
     },
     [=](failed_atom, uint32_t l, uint64_t index, std::string& what) {
+      store_fence::acquire();
       executor_logic x{self};
       if (lane_ok(l)) {
         self->state.record_ack(l, wire::msg_type::failed, wire::failed_msg{l, index, what});
@@ -1430,7 +1437,10 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
         x.on_piece(rp, id, first, count, st.next_wait_id++);
       return caf::delegated<uint64_t>{};
     },
-    [=](unstage_atom, uint64_t offset, uint64_t bytes) { executor_logic{self}.unstage(offset, bytes); },
+    [=](unstage_atom, uint64_t offset, uint64_t bytes) {
+      store_fence::acquire();
+      executor_logic{self}.unstage(offset, bytes);
+    },
     [=](sync_atom) -> caf::result<caf::unit_t> {
       auto& st = self->state;
       auto rp = self->make_response_promise();

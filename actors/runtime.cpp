@@ -14,6 +14,7 @@
 #include "actorgraph/error.hpp"
 #include "actors/executor.hpp"
 #include "actors/flow_control.hpp"
+#include "actors/store_fence.hpp"
 #include "actors/process_env.hpp"
 #include "actors/protocol.hpp"
 #include "cuda/kernel_stream.hpp"
@@ -180,12 +181,14 @@ public:
   }
 
   void release(operand_id id) noexcept override {
+    store_fence::release(); // this thread's reads of the tensor's range come first
     caf::anon_send(executor_, release_atom::value, id);
   }
 
   std::vector<float> read(operand_id id, std::size_t count) override {
     const auto offset = wait<uint64_t>("to_vector of tensor #" + std::to_string(id), fetch_atom::value,
                                        id);
+    store_fence::acquire();
     if (!store().contains(offset, count * sizeof(float)))
       throw error("to_vector of tensor #" + std::to_string(id) + ": store range out of bounds");
     std::vector<float> out(count);
@@ -215,7 +218,9 @@ public:
                                          id, first, n);
       if (!store().contains(offset, n * sizeof(float)))
         throw error("to_vector of tensor #" + std::to_string(id) + ": store range out of bounds");
+      store_fence::acquire();
       std::memcpy(out.data() + first, store().base() + offset, n * sizeof(float));
+      store_fence::release();
       caf::anon_send(executor_, unstage_atom::value, offset, n * sizeof(float));
     }
     return out;

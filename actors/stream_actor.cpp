@@ -11,6 +11,7 @@
 #include <caf/all.hpp>
 
 #include "actors/protocol.hpp"
+#include "actors/store_fence.hpp"
 #include "cuda/kernel_stream.hpp"
 #include "cuda/naive_runner.hpp"
 #include "graph/op.hpp"
@@ -92,6 +93,7 @@ void acknowledge(stream_actor_type* self, std::size_t count, bool always = false
   if (!st.failed) {
     try {
       st.stream->synchronize();
+      store_fence::release(); // what the stream wrote and read is the executor's again
     } catch (const std::exception& e) {
       st.failed = true;
       self->send(st.executor, failed_atom::value, st.lane, st.pending.back().ops_after,
@@ -134,6 +136,7 @@ caf::behavior stream_actor(stream_actor_type* self, caf::actor executor,
   self->send(st.executor, ready_atom::value, lane);
   return {
     [=](execute_atom, const batch& b) {
+      store_fence::acquire(); // the uploads the executor stored for this batch
       auto& st = self->state;
       std::string failure;
       uint64_t failed_at = 0;
