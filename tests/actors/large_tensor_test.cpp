@@ -20,11 +20,11 @@ TEST_CASE("a tensor three times the size of the store reaches, crosses and leave
   ag::graph_option opt;
   opt.devices = ag::parse_devices("sim:0,sim:1");
   opt.per_device_per_process = process;
-  opt.store_bytes = std::size_t{4} << 20; // 4 MiB
+  opt.store_bytes = (std::size_t{4} << 20) / tsan_shrink; // 4 MiB (512 KiB)
   opt.wait_timeout = 30s;
   {
     ag::runtime rt{opt};
-    const std::size_t n = 3 * 1024 * 1024; // 12 MiB of floats
+    const std::size_t n = 3 * 1024 * 1024 / tsan_shrink; // three times the store
     std::vector<float> values(n);
     for (std::size_t i = 0; i < n; ++i)
       values[i] = static_cast<float>(i % 1000) * 0.5f;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -14,6 +15,14 @@
 #include <unistd.h>
 
 namespace ag::test {
+
+// How much smaller the heavy tests' work is made under ThreadSanitizer, where every copy and
+// message costs tens of times more (the same paths run, on less data).
+#if defined(__SANITIZE_THREAD__)
+constexpr std::size_t tsan_shrink = 8;
+#else
+constexpr std::size_t tsan_shrink = 1;
+#endif
 
 inline std::vector<std::string> list_dir(const std::string& path) {
   std::vector<std::string> out;
