@@ -25,6 +25,21 @@ struct subscriber_state {
   uint64_t last_id = 0; // 0: nothing heard yet
   uint64_t executes = 0; // Execute messages read
   uint64_t executes_reported = 0;
+  std::chrono::steady_clock::time_point reported_at{}; // when `received` last went out
+
+  // How far this child has read, for the controller's bound on what it queues and its progress
+  // watchdog: once per drain, and within a drain at least every 20 ms, so that a child that is
+  // slow to decode still shows that it reads.
+  void report(caf::event_based_actor* self, bool drain_over) {
+    if (executes == executes_reported)
+      return;
+    const auto now = std::chrono::steady_clock::now();
+    if (!drain_over && now - reported_at < std::chrono::milliseconds{20})
+      return;
+    executes_reported = executes;
+    reported_at = now;
+    self->send(pusher, received_atom::value, executes);
+  }
   bool broken = false;  // after a protocol error nothing more is run
 
   static inline const char* name = "ag.subscriber";
@@ -53,7 +68,8 @@ void handle(subscriber_actor* self, zmqs::received& r) {
       self->send(st.pusher, hello_atom::value);
       return;
     case wire::msg_type::execute: {
-      ++st.executes;
+      ++st.executes; // read: counted before it is decoded
+      st.report(self, false);
       wire::execute_msg m;
       wire::decode(r.body.data(), r.body.size(), m);
       for (auto& b : m.batches)
@@ -100,12 +116,7 @@ caf::behavior subscriber(subscriber_actor* self, std::shared_ptr<zmq::context_t>
         }
         timeout = std::chrono::milliseconds{0};
       }
-      // Once per drain, not per message: how far this child has read, for the controller's bound
-      // on what it queues for a child that does not read.
-      if (st.executes != st.executes_reported) {
-        st.executes_reported = st.executes;
-        self->send(st.pusher, received_atom::value, st.executes);
-      }
+      st.report(self, true);
       self->send(self, poll_atom::value);
     },
   };
