@@ -1,5 +1,7 @@
 #include "ipc/timeline.hpp"
 
+#include "ipc/json_text.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -17,28 +19,6 @@
 namespace ag {
 
 namespace {
-
-void append_quoted(std::string& out, const std::string& s) {
-  out += '"';
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-}
 
 // Microseconds with 3 decimals, from integer nanoseconds: no rounding through a double.
 void append_micros(std::string& out, std::chrono::nanoseconds d) {
@@ -58,7 +38,7 @@ std::string metadata(const char* kind, int pid, int tid, const std::string& name
   e += kind;
   e += "\",\"ph\":\"M\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid);
   e += ",\"args\":{\"name\":";
-  append_quoted(e, name);
+  append_json_string(e, name);
   e += "}}";
   return e;
 }
@@ -242,9 +222,9 @@ void timeline::name_track(int pid, int tid, const std::string& name) {
 void timeline::span(int pid, int tid, const std::string& name, const std::string& category,
                     clock::time_point begin, clock::time_point end, std::vector<arg> args) {
   std::string e = "{\"name\":";
-  append_quoted(e, name);
+  append_json_string(e, name);
   e += ",\"cat\":";
-  append_quoted(e, category);
+  append_json_string(e, category);
   e += ",\"ph\":\"X\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid);
   e += ",\"ts\":";
   append_micros(e, begin.time_since_epoch());
@@ -255,12 +235,12 @@ void timeline::span(int pid, int tid, const std::string& name, const std::string
     for (std::size_t i = 0; i < args.size(); ++i) {
       if (i > 0)
         e += ',';
-      append_quoted(e, args[i].key);
+      append_json_string(e, args[i].key);
       e += ':';
       if (args[i].number)
         e += args[i].value;
       else
-        append_quoted(e, args[i].value);
+        append_json_string(e, args[i].value);
     }
     e += '}';
   }

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "ipc/json_text.hpp"
+
 namespace ag::soak {
 
 class flat_json {
@@ -132,25 +134,9 @@ private:
   }
 
   static std::string quote(const std::string& s) {
-    std::string out = "\"";
-    for (const char c : s) {
-      switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\t': out += "\\t"; break;
-        case '\r': out += "\\r"; break;
-        default:
-          if (static_cast<unsigned char>(c) < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-          } else {
-            out += c;
-          }
-      }
-    }
-    return out + "\"";
+    std::string out;
+    append_json_string(out, s);
+    return out;
   }
 
   // The string that begins at line[i] (a '"'); i moves past its closing quote.

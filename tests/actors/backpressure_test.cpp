@@ -18,12 +18,7 @@ using Catch::Contains;
 namespace {
 
 ag::graph_option option(bool process, const char* devices = "sim:0,sim:1") {
-  ag::graph_option opt;
-  opt.devices = ag::parse_devices(devices);
-  opt.per_device_per_process = process;
-  opt.store_bytes = std::size_t{64} << 20;
-  opt.wait_timeout = 30s;
-  return opt;
+  return sim_options(process, devices, 30s);
 }
 
 } // namespace

@@ -27,12 +27,7 @@ using Catch::Contains;
 namespace {
 
 ag::graph_option option(bool process, const char* devices = "sim:0,sim:1") {
-  ag::graph_option opt;
-  opt.devices = ag::parse_devices(devices);
-  opt.per_device_per_process = process;
-  opt.store_bytes = std::size_t{64} << 20;
-  opt.wait_timeout = 20s;
-  return opt;
+  return sim_options(process, devices, 20s);
 }
 
 // What the code under test writes to std::cerr while this lives.

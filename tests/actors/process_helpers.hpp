@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include <actorgraph/actorgraph.hpp>
+
 #include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
@@ -144,6 +146,17 @@ inline std::string beside_this_program(const std::string& name, const std::strin
       return dir;
   }
   return fallback;
+}
+
+// A runtime over sim devices for the multi-process tests: both modes, a 64 MiB store.
+inline ag::graph_option sim_options(bool process, const char* devices = "sim:0,sim:1",
+                                    std::chrono::milliseconds wait = std::chrono::seconds{30}) {
+  ag::graph_option opt;
+  opt.devices = ag::parse_devices(devices);
+  opt.per_device_per_process = process;
+  opt.store_bytes = std::size_t{64} << 20;
+  opt.wait_timeout = wait;
+  return opt;
 }
 
 // Polls `done` every 10 ms until it holds (true) or `limit` passes (false).
