@@ -38,6 +38,8 @@
 #include <caf/atom.hpp>
 #include <caf/fwd.hpp>
 
+#include "actors/errc.hpp"
+
 namespace ag {
 
 using submit_atom = caf::atom_constant<caf::atom("submit")>;
@@ -68,13 +70,6 @@ constexpr uint32_t no_lane = UINT32_MAX;
 // The project's error category: the context of every such error is one string that says what
 // failed (device, op, reason).
 constexpr caf::atom_value error_category = caf::atom("actorgraph");
-
-enum class errc : uint8_t {
-  device_failed = 1, // an operator could not run: its device failed or stopped, or the store was full
-  bad_request,       // an operator named an operand the executor does not know
-  timeout,           // a wait passed its deadline (the message names who is silent)
-  runner_exited,     // a child exited with code 0: on Destroy at shutdown, or unasked before
-};
 
 caf::error make_error(errc code, std::string what);
 

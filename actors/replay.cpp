@@ -10,12 +10,9 @@
 #include <caf/all.hpp>
 
 #include "actorgraph/error.hpp"
+#include "actors/lane_topology.hpp"
 #include "actors/process_env.hpp"
 #include "actors/protocol.hpp"
-#include "actors/publisher.hpp"
-#include "actors/puller.hpp"
-#include "actors/runner_proxy.hpp"
-#include "actors/stream_actor.hpp"
 #include "graph/deadline.hpp"
 #include "ipc/tensor_store.hpp"
 #include "ipc/trace.hpp"
@@ -47,10 +44,9 @@ struct sent_batch {
   std::vector<op_desc> ops;
 };
 
+// What the replay knows of a lane besides its actors (lane_topology).
 struct replay_lane {
   device dev;
-  caf::actor runner; // a stream actor, or the runner proxy of a child
-  bool remote = false;
   bool ready = false;
   std::string down; // why its runner stopped; empty while it runs
   std::deque<answer> answers;
@@ -128,26 +124,18 @@ private:
   // -- start-up and shutdown ----------------------------------------------------------------------
 
   void start(const std::vector<device>& devices) {
-    const auto me = caf::actor_cast<caf::actor>(self_);
-    if (env_) {
-      const auto& p = env_->setup();
-      publisher_ = spawn_publisher(sys_, p.zmq, p.pub_endpoint);
-      puller_ = spawn_puller(sys_, p.zmq, p.pull_endpoint, me);
-      self_->monitor(publisher_);
-      self_->monitor(puller_);
-    }
-    for (uint32_t i = 0; i < devices.size(); ++i) {
+    topology_setup ts;
+    ts.devices = devices;
+    ts.store_base = store_base_;
+    ts.store_size = store_bytes_;
+    if (env_)
+      ts.process = env_->setup();
+    ts.start_timeout = opt_.timeout;
+    ts.stop_timeout = opt_.timeout;
+    topo_.emplace(self_.ptr(), std::move(ts));
+    for (const auto& d : devices) {
       replay_lane l;
-      l.dev = devices[i];
-      l.remote = env_ && i > 0;
-      if (l.remote)
-        l.runner = spawn_runner_proxy(sys_, make_proxy_setup(env_->setup(), i, devices[i],
-                                                             store_bytes_, opt_.timeout,
-                                                             opt_.timeout));
-      else
-        l.runner = spawn_stream_actor(sys_, me, i, devices[i], store_base_, store_bytes_,
-                                      devices[i].type == device::kind::cuda);
-      self_->monitor(l.runner);
+      l.dev = d;
       lanes_.push_back(std::move(l));
     }
     const auto deadline = deadline_after(opt_.timeout);
@@ -160,45 +148,25 @@ private:
         throw error("start-up: no devicesReady from " + l.dev.str() + " within "
                     + duration_string(opt_.timeout));
     }
-    if (publisher_)
-      self_->send(publisher_, ready_atom::value);
+    topo_->started();
   }
 
   // Every runner stops (children exit, or are killed at the deadline) before the store goes.
   void stop() noexcept {
+    if (!topo_)
+      return;
     try {
-      if (publisher_)
-        self_->send(publisher_, destroy_atom::value);
-      for (auto& l : lanes_) {
-        if (!l.down.empty())
-          continue;
-        if (l.remote)
-          self_->send(l.runner, shutdown_atom::value);
-        else
-          self_->send_exit(l.runner, caf::exit_reason::user_shutdown);
-      }
-      wait_down(lanes_down(), deadline_after(saturating_add(opt_.timeout, std::chrono::seconds{5})));
-      for (auto& l : lanes_)
-        if (l.down.empty())
-          self_->send_exit(l.runner, caf::exit_reason::kill);
-      wait_down(lanes_down(), clock_type::now() + std::chrono::seconds{5});
-      for (auto* a : {&publisher_, &puller_})
-        if (*a)
-          self_->send_exit(*a, caf::exit_reason::user_shutdown);
-      wait_down([this] { return services_down_ == (publisher_ ? 2 : 0); },
-                clock_type::now() + std::chrono::seconds{5});
+      topo_->stop_lanes();
+      auto lanes_down = [this] { return topo_->lanes_down(); };
+      wait_down(lanes_down, deadline_after(saturating_add(opt_.timeout, std::chrono::seconds{5})));
+      topo_->kill_lanes();
+      wait_down(lanes_down, clock_type::now() + std::chrono::seconds{5});
+      topo_->stop_services();
+      wait_down([this] { return topo_->services_down(); }, clock_type::now() + std::chrono::seconds{5});
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ag-replay: shutdown: %s\n", e.what());
     }
-  }
-
-  std::function<bool()> lanes_down() {
-    return [this] {
-      for (const auto& l : lanes_)
-        if (l.down.empty())
-          return false;
-      return true;
-    };
+    topo_.reset();
   }
 
   void wait_down(const std::function<bool()>& done, clock_type::time_point deadline) {
@@ -232,14 +200,11 @@ private:
       },
       [&](received_atom, uint32_t, uint64_t) {},
       [&](caf::down_msg& dm) {
-        if ((publisher_ && dm.source == publisher_.address())
-            || (puller_ && dm.source == puller_.address())) {
-          ++services_down_;
-          return;
+        const auto ev = topo_->on_down(dm);
+        if (ev.kind == lane_topology::down_kind::lane) {
+          auto& l = lanes_[ev.lane];
+          l.down = dm.reason ? describe(dm.reason, l.dev.str()) : "exited";
         }
-        for (auto& l : lanes_)
-          if (dm.source == l.runner.address())
-            l.down = dm.reason ? describe(dm.reason, l.dev.str()) : "exited";
       },
       caf::after(std::chrono::duration_cast<std::chrono::milliseconds>(left)) >>
         [&] { got = false; });
@@ -285,12 +250,12 @@ private:
     ++report_.messages;
     const std::string where = "local batch (record " + std::to_string(r.index) + ")";
     note_sent(x.b, where);
-    if (lanes_[x.b.lane].remote) {
+    if (topo_->remote(x.b.lane)) {
       wire::execute_msg m;
       m.batches.push_back(x.b);
-      self_->send(publisher_, publish_atom::value, wire::encode(m));
+      self_->send(topo_->publisher(), publish_atom::value, wire::encode(m));
     } else {
-      self_->send(lanes_[x.b.lane].runner, execute_atom::value, x.b);
+      self_->send(topo_->runner(x.b.lane), execute_atom::value, x.b);
     }
   }
 
@@ -305,15 +270,15 @@ private:
     wire::execute_msg remote;
     for (auto& b : m.batches) {
       note_sent(b, where);
-      if (lanes_[b.lane].remote)
+      if (topo_->remote(b.lane))
         remote.batches.push_back(b);
       else
-        self_->send(lanes_[b.lane].runner, execute_atom::value, b);
+        self_->send(topo_->runner(b.lane), execute_atom::value, b);
     }
     if (remote.batches.size() == m.batches.size() && !remote.batches.empty())
-      self_->send(publisher_, publish_atom::value, x.body); // the recorded bytes themselves
+      self_->send(topo_->publisher(), publish_atom::value, x.body); // the recorded bytes themselves
     else if (!remote.batches.empty())
-      self_->send(publisher_, publish_atom::value, wire::encode(remote));
+      self_->send(topo_->publisher(), publish_atom::value, wire::encode(remote));
   }
 
   void on(const trace::record& r, const trace::ack_rec& x) {
@@ -439,13 +404,13 @@ private:
       b.lane = l;
       b.ops_before = lanes_[l].ops_after;
       note_sent(b, "the digest of the live operands");
-      if (lanes_[l].remote)
+      if (topo_->remote(l))
         remote.batches.push_back(b);
       else
-        self_->send(lanes_[l].runner, execute_atom::value, b);
+        self_->send(topo_->runner(l), execute_atom::value, b);
     }
     if (!remote.batches.empty())
-      self_->send(publisher_, publish_atom::value, wire::encode(remote));
+      self_->send(topo_->publisher(), publish_atom::value, wire::encode(remote));
     for (uint32_t l = 0; l < lanes_.size(); ++l) {
       if (batches[l].ops.empty())
         continue;
@@ -505,9 +470,7 @@ private:
   uint64_t store_bytes_ = 0;
   uint64_t scratch_base_ = 0;
   caf::scoped_actor self_;
-  caf::actor publisher_;
-  caf::actor puller_;
-  int services_down_ = 0;
+  std::optional<lane_topology> topo_; // the runners; destroyed by stop()
   std::vector<replay_lane> lanes_;
   std::unordered_map<operand_id, std::string> writers_; // who last wrote each operand
   std::vector<trace::live_operand> live_;

@@ -100,21 +100,21 @@ public:
     }
     // Once nothing above can fail: a runtime that could not be set up leaves no trace file.
     if (!opt_.trace_path.empty())
-      setup.trace = trace_ = std::make_shared<trace::writer>(opt_.trace_path);
+      setup.plan.trace = trace_ = std::make_shared<trace::writer>(opt_.trace_path);
     if (!opt_.timeline_path.empty()) {
       // Written when the runtime ends; a path it could not write is refused now, not then.
       if (!std::ofstream{opt_.timeline_path})
         throw error("timeline " + opt_.timeline_path + ": cannot create: "
                     + std::strerror(errno));
-      setup.timeline = timeline_ = std::make_shared<timeline>();
+      setup.plan.timeline = timeline_ = std::make_shared<timeline>();
     }
     setup.start_timeout = opt_.start_timeout;
-    setup.wait_timeout = opt_.wait_timeout;
-    setup.max_queued_bytes = opt_.max_queued_bytes;
-    setup.progress_timeout = opt_.progress_timeout;
-    setup.flow = flow_;
-    setup.store_base = store().base();
-    setup.store_size = store_size_ = store().size();
+    setup.plan.wait_timeout = opt_.wait_timeout;
+    setup.plan.max_queued_bytes = opt_.max_queued_bytes;
+    setup.plan.progress_timeout = opt_.progress_timeout;
+    setup.plan.flow = flow_;
+    setup.plan.store_base = store().base();
+    setup.plan.store_size = store_size_ = store().size();
     if (borrowed == nullptr) {
       // Every actor of the runtime is detached: the scheduler's pool only needs a thread or two.
       cfg_.emplace();

@@ -1,0 +1,128 @@
+#include "actors/lane_topology.hpp"
+
+#include <caf/all.hpp>
+
+#include "actors/process_env.hpp"
+#include "actors/protocol.hpp"
+#include "actors/publisher.hpp"
+#include "actors/puller.hpp"
+#include "actors/runner_proxy.hpp"
+#include "actors/stream_actor.hpp"
+#include "ipc/trace.hpp"
+
+namespace ag {
+
+namespace {
+
+// Sends as the owner, whichever kind of actor it is (event-based or blocking).
+template <class... Ts>
+void send_from(caf::local_actor* owner, const caf::actor& to, Ts&&... xs) {
+  caf::send_as(caf::actor_cast<caf::actor>(owner), to, std::forward<Ts>(xs)...);
+}
+
+} // namespace
+
+lane_topology::lane_topology(caf::local_actor* owner, topology_setup setup) : owner_(owner) {
+  try {
+    spawn(setup);
+  } catch (...) { // what did start stops; nothing is left running
+    for (auto& a : actors())
+      owner->send_exit(a, caf::exit_reason::kill);
+    throw;
+  }
+}
+
+void lane_topology::spawn(topology_setup& setup) {
+  auto* owner = owner_;
+  auto& sys = owner->home_system();
+  const auto me = caf::actor_cast<caf::actor>(owner);
+  if (setup.process) {
+    auto& p = *setup.process;
+    publisher_ = spawn_publisher(sys, p.zmq, p.pub_endpoint, setup.trace);
+    puller_ = spawn_puller(sys, p.zmq, p.pull_endpoint, me);
+    owner->monitor(publisher_);
+    owner->monitor(puller_);
+  }
+  for (uint32_t i = 0; i < setup.devices.size(); ++i) {
+    const auto& dev = setup.devices[i];
+    lane_actor l;
+    l.remote = setup.process && !dev.is_cpu();
+    if (l.remote) {
+      auto ps = make_proxy_setup(*setup.process, i, dev, setup.store_size, setup.start_timeout,
+                                 setup.stop_timeout);
+      if (setup.timeline)
+        ps.args.timeline_part = timeline_part(*setup.process, i);
+      if (setup.trace)
+        setup.trace->write(trace::startup_rec{i, ps.args});
+      l.runner = spawn_runner_proxy(sys, std::move(ps));
+    } else {
+      l.runner = spawn_stream_actor(sys, me, i, dev, setup.store_base, setup.store_size,
+                                    dev.type == device::kind::cuda, setup.timeline);
+    }
+    owner->monitor(l.runner);
+    lanes_.push_back(std::move(l));
+  }
+}
+
+std::vector<caf::actor> lane_topology::actors() const {
+  std::vector<caf::actor> all;
+  for (const auto& l : lanes_)
+    all.push_back(l.runner);
+  for (const auto* a : {&publisher_, &puller_})
+    if (*a)
+      all.push_back(*a);
+  return all;
+}
+
+lane_topology::down_event lane_topology::on_down(const caf::down_msg& dm) {
+  for (const auto* a : {&publisher_, &puller_})
+    if (*a && a->address() == dm.source) {
+      ++services_down_;
+      return {down_kind::service, 0};
+    }
+  for (uint32_t l = 0; l < lanes_.size(); ++l)
+    if (lanes_[l].runner.address() == dm.source && !lanes_[l].down) {
+      lanes_[l].down = true;
+      return {down_kind::lane, l};
+    }
+  return {};
+}
+
+bool lane_topology::lanes_down() const {
+  for (const auto& l : lanes_)
+    if (!l.down)
+      return false;
+  return true;
+}
+
+void lane_topology::started() {
+  if (publisher_)
+    send_from(owner_, publisher_, ready_atom::value); // no more Hellos
+}
+
+void lane_topology::stop_lanes() {
+  if (publisher_)
+    send_from(owner_, publisher_, destroy_atom::value);
+  for (const auto& l : lanes_) {
+    if (l.down)
+      continue;
+    if (l.remote) // sets the exit flag, waits for the child (deadline, then SIGKILL)
+      send_from(owner_, l.runner, shutdown_atom::value);
+    else
+      owner_->send_exit(l.runner, caf::exit_reason::user_shutdown);
+  }
+}
+
+void lane_topology::kill_lanes() {
+  for (const auto& l : lanes_)
+    if (!l.down)
+      owner_->send_exit(l.runner, caf::exit_reason::kill);
+}
+
+void lane_topology::stop_services() {
+  for (const auto* a : {&publisher_, &puller_})
+    if (*a)
+      owner_->send_exit(*a, caf::exit_reason::user_shutdown);
+}
+
+} // namespace ag

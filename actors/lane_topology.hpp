@@ -1,0 +1,95 @@
+// lane_topology: the actors behind a controller's lanes, spawned, monitored and stopped in one
+// way for the executor and for ag-replay. Lane 0 (the cpu) and, in thread mode, every device lane
+// is a stream actor; in process mode each device lane is the runner proxy of a child, and a
+// publisher and a puller carry the broadcasts and the children's answers. The owner (the executor,
+// or ag-replay's scoped actor) monitors each, and is who the runners and the puller report to.
+//
+// Shutdown runs in order: the publisher broadcasts Destroy and every lane's runner is told to stop
+// (a child exits, or is killed at its deadline); once every lane is down, the publisher and the
+// puller stop, since the children's last words pass through them.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+#include "actorgraph/device.hpp"
+#include "actors/process_setup.hpp"
+
+namespace ag {
+
+class timeline;
+
+namespace trace {
+class writer;
+} // namespace trace
+
+struct topology_setup {
+  std::vector<device> devices; // lane 0 is the cpu
+  std::byte* store_base = nullptr;
+  std::size_t store_size = 0;
+  std::optional<process_setup> process; // empty: every lane in this process
+  std::chrono::milliseconds start_timeout{60000}; // a child's start-up handshake
+  std::chrono::milliseconds stop_timeout{60000};  // a child's exit at shutdown
+  std::shared_ptr<trace::writer> trace;  // records each child's start-up arguments; and frames
+  std::shared_ptr<ag::timeline> timeline; // stream actors' spans; each child writes a part
+};
+
+class lane_topology {
+public:
+  // What a down message was about.
+  enum class down_kind { lane, service, other };
+  struct down_event {
+    down_kind kind = down_kind::other;
+    uint32_t lane = 0;
+  };
+
+  // Spawns the publisher and puller (process mode) and every lane's runner, each monitored by
+  // owner.
+  lane_topology(caf::local_actor* owner, topology_setup setup);
+
+  std::size_t lanes() const noexcept { return lanes_.size(); }
+  bool remote(uint32_t l) const { return lanes_.at(l).remote; }
+  bool down(uint32_t l) const { return lanes_.at(l).down; }
+  const caf::actor& runner(uint32_t l) const { return lanes_.at(l).runner; }
+  const caf::actor& publisher() const noexcept { return publisher_; }
+  // Every actor it spawned (to stop them should the owner end unexpectedly).
+  std::vector<caf::actor> actors() const;
+
+  // Marks what went down.
+  down_event on_down(const caf::down_msg& dm);
+  bool lanes_down() const;
+  bool services_down() const { return services_down_ == (publisher_ ? 2 : 0); }
+
+  // Start-up is over: the publisher stops its Hellos.
+  void started();
+  // The first step of shutdown: Destroy broadcast, every lane's runner told to stop.
+  void stop_lanes();
+  // Kills the runners of lanes not down yet (ag-replay, past its deadline).
+  void kill_lanes();
+  // Stops the publisher and the puller (once every lane is down: the children's last words pass
+  // through them).
+  void stop_services();
+
+private:
+  struct lane_actor {
+    caf::actor runner;
+    bool remote = false;
+    bool down = false;
+  };
+  void spawn(topology_setup& setup);
+
+  caf::local_actor* owner_;
+  std::vector<lane_actor> lanes_;
+  caf::actor publisher_;
+  caf::actor puller_;
+  int services_down_ = 0;
+};
+
+} // namespace ag

@@ -1,0 +1,124 @@
+// What the planner (actors/planner.hpp) keeps about lanes, operands and waits. Plain records:
+// the planner's files share them, and its tests read them through the planner's accessors.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "actorgraph/device.hpp"
+#include "graph/op.hpp"
+
+namespace ag {
+
+// "operator `index` of lane `lane` has run".
+struct dependency {
+  uint32_t lane = 0;
+  uint64_t index = 0;
+};
+
+// One entry of a lane's queue: an operator, or the release of an operand (no index).
+struct entry {
+  bool release = false;
+  op_desc op;
+  operand_id released = 0;
+  std::vector<dependency> deps; // on other lanes only; empty for nearly every operator
+};
+
+// The credit of one submitted operator, given back once operator `index` of the lane that holds
+// this record has run. `charged`: the lane the user's thread took it on.
+struct credit {
+  uint64_t index;
+  uint32_t charged;
+};
+
+// One lane as the planner sees it: its device, its queue and how far its runner got.
+struct plan_lane {
+  device dev;
+  bool remote = false; // its runner is a child process
+  bool ready = false;
+  bool down = false;   // its runner (and, remote, its child) is gone
+  std::string failed;  // why this lane runs nothing more; empty while healthy
+  uint64_t issued = 0; // operators given an index (1..issued)
+  uint64_t sent = 0;   // operators sent to the runner
+  uint64_t done = 0;   // operators the runner acknowledged
+  std::deque<entry> queue;
+  // Entries (operators and releases) queued, sent and acknowledged: sync() waits for releases too,
+  // so that what a runner holds is exact once it returns.
+  uint64_t entries = 0;
+  uint64_t entries_sent = 0;
+  uint64_t entries_done = 0;
+  std::deque<uint64_t> in_flight; // entries_sent after each batch not yet acknowledged
+  std::size_t device_live_bytes = 0;
+  uint64_t broadcasts_received = 0; // remote: Execute messages its child has read
+  std::deque<credit> credits;       // in index order
+  // Remote: when its child last showed progress (read a broadcast, acknowledged), or when it last
+  // fell behind after having read everything.
+  std::chrono::steady_clock::time_point last_progress = std::chrono::steady_clock::now();
+};
+
+// Where the planner keeps an operand: on a device lane by id, or (cpu) in a store range written
+// by the operator `writer`. A tainted tensor (failure not empty) cannot be read: its operator, or
+// one it depends on, failed; operators that use it are not run.
+struct tensor_rec {
+  uint32_t lane = 0;
+  uint64_t offset = operand_ref::no_offset;
+  uint64_t bytes = 0;
+  dependency writer; // index 0: written before any operator (an upload)
+  bool placed = true; // false: never given memory (its operator was not run)
+  std::string failure;
+};
+
+// A store range released while operators issued before the release may still read it.
+struct pending_free {
+  uint64_t offset;
+  uint64_t bytes;
+  std::vector<uint64_t> issued; // per lane
+};
+
+// A read of a cpu tensor, answered once its writer ran.
+struct pending_fetch {
+  uint64_t wait;
+  operand_id operand;
+};
+
+// A piece of a device tensor too large for the store, copied to a staging range for the user's
+// thread, which reads it and then gives the range back (unstage).
+struct pending_piece {
+  uint64_t wait;
+  operand_id operand;
+  dependency written;
+  uint64_t offset;
+  uint64_t bytes;
+};
+
+// A sync, answered once every entry queued before it has been acknowledged.
+struct pending_sync {
+  uint64_t wait;
+  std::vector<uint64_t> entries; // per lane
+};
+
+// A request that arrived while an earlier operator waits for store space: everything after such an
+// operator waits behind it, in arrival order, so that no operator is placed before one it uses.
+struct held_request {
+  enum class kind : uint8_t { submit, release, sync, fetch, piece };
+  kind what = kind::submit;
+  op_request req;         // submit
+  uint64_t streamed = 0;  // submit through the store in pieces: elements placed so far
+  operand_id operand = 0; // release, fetch, piece
+  uint64_t first = 0;     // piece: its first element, and its count
+  uint64_t count = 0;
+  uint64_t wait = 0;      // sync, fetch, piece: the wait it answers (and the id of its deadline)
+  bool answered = false;  // sync, fetch, piece: its deadline passed while it was held
+};
+
+// What became of a submitted operator: waiting for store space, or retired once the operator
+// `retire` has run (index 0: nothing left to run; it was stored at once or not run at all).
+struct placement {
+  bool no_space = false;
+  dependency retire;
+};
+
+} // namespace ag

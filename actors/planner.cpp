@@ -1,0 +1,429 @@
+#include "actors/planner.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include <unistd.h>
+
+#include "actors/flow_control.hpp"
+#include "graph/deadline.hpp"
+#include "ipc/timeline.hpp"
+#include "ipc/trace.hpp"
+#include "ipc/wire.hpp"
+
+namespace ag {
+
+namespace {
+
+wait_answer destroyed(const std::string& what) {
+  return wait_answer::fail(errc::device_failed,
+                           what + ": the runtime was destroyed while it waited");
+}
+
+} // namespace
+
+planner::planner(planner_setup setup, planner_outbox& out)
+  : out_(out),
+    store_base_(setup.store_base),
+    store_(setup.store_size),
+    wait_timeout_(setup.wait_timeout),
+    max_queued_bytes_(setup.max_queued_bytes),
+    progress_timeout_(setup.progress_timeout),
+    flow_(std::move(setup.flow)),
+    trace_(std::move(setup.trace)),
+    timeline_(std::move(setup.timeline)) {
+  for (const auto& d : setup.devices) {
+    plan_lane l;
+    l.dev = d;
+    l.remote = setup.process && !d.is_cpu();
+    lanes_.push_back(std::move(l));
+  }
+  // The trace's first record: what every later record's lanes and offsets refer to.
+  if (trace_)
+    trace_->write(trace::begin_rec{wire::version, setup.process, setup.devices, setup.store_size});
+}
+
+// -- from the user's threads ----------------------------------------------------------------------
+
+// An operator from a user's thread, in arrival order: behind the held ones, if any. A transfer
+// too large to stage whole goes through the store in pieces, from the head of the held queue.
+void planner::submit(op_request& req) {
+  const bool was_empty = held_.empty();
+  if (!was_empty || piecewise(req)) {
+    hold(std::move(req));
+    if (was_empty)
+      drain_held(true);
+  } else if (!try_submit(req)) {
+    hold(std::move(req));
+    start_store_wait();
+  }
+  schedule_flush();
+}
+
+void planner::release(operand_id id) {
+  if (!held_.empty() && held_refs_.count(id) > 0) { // a held operator names it
+    held_request h;
+    h.what = held_request::kind::release;
+    h.operand = id;
+    held_.push_back(std::move(h));
+  } else {
+    drop(id);
+  }
+  schedule_flush();
+}
+
+void planner::fetch(uint64_t wait, operand_id id) {
+  if (stopping_) {
+    out_.answer(wait, destroyed("to_vector of tensor #" + std::to_string(id)));
+  } else if (!held_.empty()) {
+    hold_wait(held_request::kind::fetch, wait, id);
+    expire_later(wait);
+  } else if (!answer_fetch(wait, id)) {
+    fetches_.push_back({wait, id});
+    expire_later(wait);
+  }
+}
+
+// A piece of a device tensor for a user's thread (to_vector of a tensor too large for the
+// store): answered with a staging range once the piece is copied there.
+void planner::fetch_piece(uint64_t wait, operand_id id, uint64_t first, uint64_t count) {
+  if (stopping_)
+    return out_.answer(wait, destroyed("to_vector"));
+  held_request h;
+  h.what = held_request::kind::piece;
+  h.operand = id;
+  h.first = first;
+  h.count = count;
+  h.wait = wait;
+  expire_later(wait);
+  const bool was_empty = held_.empty();
+  held_.push_back(std::move(h));
+  if (was_empty)
+    drain_held(true);
+}
+
+void planner::unstage(uint64_t offset, uint64_t bytes) {
+  auto it = staged_.find(offset);
+  if (it == staged_.end() || it->second != bytes)
+    return; // not a range this planner handed out
+  staged_.erase(it);
+  store_.deallocate(offset, bytes);
+  collect();
+}
+
+void planner::sync(uint64_t wait) {
+  if (stopping_) {
+    out_.answer(wait, destroyed("sync"));
+  } else if (!held_.empty()) {
+    hold_wait(held_request::kind::sync, wait, 0);
+    expire_later(wait);
+  } else {
+    syncs_.push_back({wait, entries_now()});
+    collect();
+    if (!syncs_.empty() && syncs_.back().wait == wait)
+      expire_later(wait);
+  }
+}
+
+void planner::wait_ready(uint64_t wait) {
+  if (!startup_failure_.empty())
+    out_.answer(wait, wait_answer::fail(errc::device_failed, startup_failure_));
+  else if (all_ready())
+    out_.answer(wait, wait_answer::ok());
+  else
+    ready_waits_.push_back(wait);
+}
+
+// -- from the runners -----------------------------------------------------------------------------
+
+// Records an acknowledgement as it arrived, in its wire encoding (docs/TRACE.md).
+template <class Msg>
+void planner::record_ack(uint32_t lane, wire::msg_type type, Msg msg) {
+  if (trace_)
+    trace_->write(trace::ack_rec{lane, type, wire::encode(msg)});
+}
+
+bool planner::ready(uint32_t l) {
+  if (l >= lanes_.size())
+    return false;
+  record_ack(l, wire::msg_type::ready, wire::ready_msg{l, lanes_[l].dev, 0});
+  lanes_[l].ready = true;
+  progressed(l);
+  if (!all_ready() || !startup_failure_.empty())
+    return false;
+  for (uint64_t w : ready_waits_)
+    out_.answer(w, wait_answer::ok());
+  ready_waits_.clear();
+  return true;
+}
+
+void planner::done(uint32_t l, uint64_t ops_done, uint64_t device_live) {
+  if (l >= lanes_.size())
+    return;
+  record_ack(l, wire::msg_type::done, wire::done_msg{l, ops_done, device_live});
+  auto& ln = lanes_[l];
+  ln.done = ops_done;
+  ln.device_live_bytes = device_live;
+  if (!ln.in_flight.empty()) {
+    ln.entries_done = ln.in_flight.front();
+    ln.in_flight.pop_front();
+  }
+  progressed(l);
+  retire(l);
+  dispatch();
+  collect();
+}
+
+void planner::failed(uint32_t l, uint64_t index, const std::string& what) {
+  if (l >= lanes_.size()) // not attributable to one lane (a malformed frame): every child is suspect
+    return fail_remote(what);
+  record_ack(l, wire::msg_type::failed, wire::failed_msg{l, index, what});
+  const auto dev = lanes_[l].dev.str();
+  fail_lane(l, what.find(dev) == std::string::npos ? dev + ": " + what : what);
+}
+
+void planner::received(uint32_t l, uint64_t count) {
+  if (l >= lanes_.size())
+    return;
+  record_ack(l, wire::msg_type::received, wire::received_msg{l, count});
+  if (count > lanes_[l].broadcasts_received) {
+    lanes_[l].broadcasts_received = count;
+    progressed(l);
+    check_queued();
+  }
+}
+
+void planner::lane_down(uint32_t l, const std::string& why) {
+  if (l >= lanes_.size() || lanes_[l].down)
+    return;
+  lanes_[l].down = true;
+  collect(); // what its child could still write is free now
+  if (!stopping_)
+    fail_lane(l, why);
+}
+
+void planner::fail_remote(const std::string& why) {
+  for (uint32_t l = 0; l < lanes_.size(); ++l)
+    if (lanes_[l].remote)
+      fail_lane(l, why);
+}
+
+// -- from the driver's timers ---------------------------------------------------------------------
+
+void planner::flush() {
+  flush_scheduled_ = false;
+  dispatch();
+  collect(); // releases of cpu tensors free their ranges once nothing reads them
+}
+
+void planner::start_deadline(std::chrono::milliseconds start_timeout) {
+  std::string missing;
+  for (const auto& l : lanes_)
+    if (!l.ready)
+      missing += (missing.empty() ? "" : ", ") + l.dev.str();
+  if (!missing.empty())
+    fail_startup("start-up: no devicesReady from " + missing + " within "
+                 + duration_string(start_timeout));
+}
+
+// -- shutdown -------------------------------------------------------------------------------------
+
+void planner::stop() {
+  stopping_ = true;
+  record_live();
+  answer_all_waits();
+}
+
+// The operands the user still holds, for the trace's last word on them.
+void planner::record_live() {
+  if (!trace_)
+    return;
+  trace::live_rec live;
+  for (const auto& [id, rec] : tensors_)
+    if (rec.placed && rec.failure.empty())
+      live.operands.push_back({id, rec.lane, rec.offset, rec.bytes});
+  std::sort(live.operands.begin(), live.operands.end(),
+            [](const auto& a, const auto& b) { return a.id < b.id; });
+  trace_->write(live);
+}
+
+// -- what it holds --------------------------------------------------------------------------------
+
+plan_stats planner::stats() const {
+  plan_stats s;
+  s.store_live = store_.live_bytes();
+  for (const auto& l : lanes_)
+    s.device_live += l.device_live_bytes;
+  s.batches = batches_;
+  s.operators = operators_;
+  return s;
+}
+
+const tensor_rec* planner::tensor(operand_id id) const {
+  auto it = tensors_.find(id);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+// -- queues and credits ---------------------------------------------------------------------------
+
+void planner::schedule_flush() {
+  if (!flush_scheduled_) {
+    flush_scheduled_ = true;
+    out_.flush_soon();
+  }
+}
+
+// Appends an operator to a lane's queue; returns its index there. deps: the writers of its
+// inputs; only those on other lanes are kept (and only moves have any).
+uint64_t planner::enqueue(uint32_t l, const op_desc& op, std::initializer_list<dependency> deps) {
+  auto& ln = lanes_[l];
+  entry e;
+  e.op = op;
+  for (const auto& d : deps)
+    if (d.lane != l && d.index > 0)
+      e.deps.push_back(d);
+  ln.queue.push_back(std::move(e));
+  ++ln.entries;
+  return ++ln.issued;
+}
+
+// Gives the user's credit for req back once `retire` has run (index 0: now).
+void planner::settle(const op_request& req, std::optional<uint32_t> l, dependency retire) {
+  if (!flow_)
+    return;
+  flow_->release_bytes(req.data.size() * sizeof(float));
+  if (retire.index == 0 || !l) // a device the runtime does not have was charged to the cpu
+    flow_->release(l.value_or(cpu_lane), 1);
+  else
+    lanes_[retire.lane].credits.push_back({retire.index, *l});
+}
+
+// Gives back the credits of the operators lane l has run (all of them once it failed).
+void planner::retire(uint32_t l) {
+  auto& ln = lanes_[l];
+  if (!flow_) {
+    ln.credits.clear();
+    return;
+  }
+  // Given back in runs of one charged lane (nearly always the lane itself): no allocation and
+  // one wake-up per run on an acknowledgement.
+  const bool all = !ln.failed.empty();
+  while (!ln.credits.empty() && (all || ln.credits.front().index <= ln.done)) {
+    const uint32_t charged = ln.credits.front().charged;
+    uint64_t n = 0;
+    while (!ln.credits.empty() && ln.credits.front().charged == charged
+           && (all || ln.credits.front().index <= ln.done)) {
+      ++n;
+      ln.credits.pop_front();
+    }
+    flow_->release(charged, n);
+  }
+}
+
+// Sends every lane what it can run now: a prefix of its queue whose dependencies are met.
+void planner::dispatch() {
+  const auto began = timeline_ ? timeline::clock::now() : timeline::clock::time_point{};
+  const uint64_t batches_before = batches_, operators_before = operators_;
+  wire::execute_msg broadcast;
+  for (uint32_t l = 0; l < lanes_.size(); ++l)
+    dispatch_lane(l, broadcast);
+  // One broadcast serves every child (each runs the batch of its own lane).
+  if (!broadcast.batches.empty())
+    sent_broadcast(std::move(broadcast));
+  if (timeline_ && batches_ > batches_before)
+    timeline_->span(::getpid(), 0, "dispatch", "executor", began, timeline::clock::now(),
+                    {{"batches", std::to_string(batches_ - batches_before), true},
+                     {"operators", std::to_string(operators_ - operators_before), true}});
+}
+
+// The batch of lane l: run now (a lane of this process) or added to the broadcast (remote).
+bool planner::dispatch_lane(uint32_t l, wire::execute_msg& broadcast) {
+  auto& ln = lanes_[l];
+  if (ln.queue.empty() || ln.down || !ln.failed.empty())
+    return false;
+  batch b;
+  b.lane = l;
+  b.ops_before = ln.sent;
+  while (!ln.queue.empty()) {
+    auto& e = ln.queue.front();
+    if (!std::all_of(e.deps.begin(), e.deps.end(), [&](const auto& d) { return satisfied(d); }))
+      break;
+    if (e.release)
+      b.no_hold.push_back(e.released);
+    else
+      b.ops.push_back(e.op);
+    ln.queue.pop_front();
+  }
+  if (b.ops.empty() && b.no_hold.empty())
+    return false;
+  ln.sent += b.ops.size();
+  ln.entries_sent += b.ops.size() + b.no_hold.size();
+  ln.in_flight.push_back(ln.entries_sent);
+  ++batches_;
+  operators_ += b.ops.size();
+  if (ln.remote) {
+    broadcast.batches.push_back(std::move(b));
+  } else {
+    if (trace_)
+      trace_->write(trace::local_rec{b});
+    out_.run(l, std::move(b));
+  }
+  return true;
+}
+
+// -- lanes ----------------------------------------------------------------------------------------
+
+std::optional<uint32_t> planner::lane_of(const device& d) const {
+  for (uint32_t i = 0; i < lanes_.size(); ++i)
+    if (lanes_[i].dev == d)
+      return i;
+  return std::nullopt;
+}
+
+std::string planner::op_name(const op_request& req) const {
+  return to_string(req.kind) + " -> #" + std::to_string(req.out) + " on " + req.where.str();
+}
+
+// A failed lane runs nothing more: nothing waits for it.
+bool planner::satisfied(const dependency& d) const {
+  return lanes_[d.lane].done >= d.index || !lanes_[d.lane].failed.empty();
+}
+
+// A failed lane runs nothing more; a child process, though, may still be running what it was
+// sent until it is down (reaped): only then is a store range it could write free again.
+bool planner::all_done(const std::vector<uint64_t>& issued) const {
+  for (std::size_t i = 0; i < lanes_.size(); ++i) {
+    const auto& l = lanes_[i];
+    const bool quiet = !l.failed.empty() && (!l.remote || l.down);
+    if (l.done < issued[i] && !quiet)
+      return false;
+  }
+  return true;
+}
+
+bool planner::all_entries_done(const std::vector<uint64_t>& entries) const {
+  for (std::size_t i = 0; i < lanes_.size(); ++i)
+    if (lanes_[i].entries_done < entries[i] && lanes_[i].failed.empty())
+      return false;
+  return true;
+}
+
+std::vector<uint64_t> planner::entries_now() const {
+  std::vector<uint64_t> v(lanes_.size());
+  for (std::size_t i = 0; i < lanes_.size(); ++i)
+    v[i] = lanes_[i].entries;
+  return v;
+}
+
+std::vector<uint64_t> planner::issued_now() const {
+  std::vector<uint64_t> v(lanes_.size());
+  for (std::size_t i = 0; i < lanes_.size(); ++i)
+    v[i] = lanes_[i].issued;
+  return v;
+}
+
+bool planner::all_ready() const {
+  return std::all_of(lanes_.begin(), lanes_.end(), [](const auto& l) { return l.ready; });
+}
+
+} // namespace ag

@@ -1,0 +1,256 @@
+// planner: what the executor (actors/executor.hpp) decides, without actors: where each operand
+// lives (device memory by id, or a range of the host store it allocates), which lane runs each
+// operator and after which operators of other lanes, when a store range is free again, how a
+// lane's failure spreads to the operands that depend on it (and only to those), how far each
+// child is behind in reading its broadcasts, and when each wait (sync, a read, start-up) is
+// answered or expires. The executor feeds it messages and carries out what it asks through a
+// planner_outbox; tests drive it directly.
+//
+// Its parts: planner.cpp (requests, acknowledgements, dispatch), planner_place.cpp (placement and
+// store allocation), planner_failure.cpp (start-up and failure spreading), planner_waits.cpp
+// (held requests, waits, deadlines), planner_watch.cpp (the broadcast window and the watchdog).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "actorgraph/device.hpp"
+#include "actors/broadcast_window.hpp"
+#include "actors/errc.hpp"
+#include "actors/plan_records.hpp"
+#include "graph/op.hpp"
+#include "ipc/store_allocator.hpp"
+
+namespace ag {
+
+class flow_control;
+class timeline;
+
+namespace trace {
+class writer;
+} // namespace trace
+
+namespace wire {
+struct execute_msg;
+enum class msg_type : uint8_t;
+} // namespace wire
+
+// What a wait is answered with: success (a store offset for a read, nothing for a sync or
+// start-up), or an error of kind `code` saying what.
+struct wait_answer {
+  std::optional<errc> code; // empty: success
+  std::string what;
+  uint64_t offset = 0;
+
+  static wait_answer ok(uint64_t offset = 0) { return {std::nullopt, {}, offset}; }
+  static wait_answer fail(errc code, std::string what) { return {code, std::move(what), 0}; }
+};
+
+// What the planner asks of whoever drives it (the executor actor; a test).
+class planner_outbox {
+public:
+  virtual ~planner_outbox() = default;
+  // Run a batch on a lane of this process.
+  virtual void run(uint32_t lane, batch b) = 0;
+  // Broadcast to every child (each runs its own lane's batch).
+  virtual void broadcast(wire::execute_msg m) = 0;
+  // Kill the child of a remote lane.
+  virtual void kill(uint32_t lane) = 0;
+  // Answer a wait (each is answered once).
+  virtual void answer(uint64_t wait, wait_answer a) = 0;
+  // Call flush() once the messages queued now are handled (the end of a mailbox drain).
+  virtual void flush_soon() = 0;
+  // Call expire(wait) after `after`.
+  virtual void expire_after(uint64_t wait, std::chrono::milliseconds after) = 0;
+  // Call check_progress() after `after`.
+  virtual void check_progress_after(std::chrono::milliseconds after) = 0;
+};
+
+struct planner_setup {
+  std::vector<device> devices; // lane 0 is the cpu; lanes 1.. the devices
+  bool process = false;        // the device lanes run in child processes
+  std::byte* store_base = nullptr;
+  std::size_t store_size = 0;
+  // The deadline of every sync, read and wait for store space.
+  std::chrono::milliseconds wait_timeout{60000};
+  // Process mode: while a child is this far behind in reading broadcasts, the user's threads wait.
+  std::size_t max_queued_bytes = std::size_t{256} << 20;
+  // Process mode: a child behind in reading that reads none for this long is failed and killed.
+  // milliseconds::max(): never.
+  std::chrono::milliseconds progress_timeout{10000};
+  // The credits the user's threads took; null: nothing is bounded.
+  std::shared_ptr<flow_control> flow;
+  // Records what the runners are sent and answer; null: nothing is recorded.
+  std::shared_ptr<trace::writer> trace;
+  // Spans of the dispatches; null: none.
+  std::shared_ptr<ag::timeline> timeline;
+};
+
+struct plan_stats {
+  uint64_t store_live = 0;
+  uint64_t device_live = 0;
+  uint64_t batches = 0;
+  uint64_t operators = 0;
+};
+
+class planner {
+public:
+  static constexpr uint32_t cpu_lane = 0;
+
+  planner(planner_setup setup, planner_outbox& out);
+
+  // -- from the user's threads --------------------------------------------------------------------
+  uint64_t new_wait() noexcept { return next_wait_++; }
+  void submit(op_request& req);
+  void release(operand_id id);
+  void fetch(uint64_t wait, operand_id id);                                   // a cpu tensor
+  void fetch_piece(uint64_t wait, operand_id id, uint64_t first, uint64_t count); // staged
+  void unstage(uint64_t offset, uint64_t bytes);
+  void sync(uint64_t wait);
+  void wait_ready(uint64_t wait);
+
+  // -- from the runners ---------------------------------------------------------------------------
+  // True when this made every lane ready (start-up is over).
+  bool ready(uint32_t lane);
+  void done(uint32_t lane, uint64_t ops_done, uint64_t device_live);
+  // lane no_lane (or out of range): every remote lane is suspect.
+  void failed(uint32_t lane, uint64_t index, const std::string& what);
+  void received(uint32_t lane, uint64_t count);
+  // The lane's runner is gone. why: the failure, when it went while not stopping.
+  void lane_down(uint32_t lane, const std::string& why);
+  // Every remote lane fails with why (a socket's actor stopped).
+  void fail_remote(const std::string& why);
+
+  // -- from the driver's timers -------------------------------------------------------------------
+  void flush();
+  void expire(uint64_t wait);
+  void check_progress();
+  void start_deadline(std::chrono::milliseconds start_timeout);
+
+  // -- shutdown -----------------------------------------------------------------------------------
+  // Records what the user still holds and answers every wait with an error; later waits too.
+  void stop();
+  bool stopping() const noexcept { return stopping_; }
+
+  // -- what it holds ------------------------------------------------------------------------------
+  plan_stats stats() const;
+  const plan_lane& lane(uint32_t l) const { return lanes_.at(l); }
+  std::size_t lanes() const noexcept { return lanes_.size(); }
+  const tensor_rec* tensor(operand_id id) const;
+  std::size_t held() const noexcept { return held_.size(); }
+  std::size_t pending_frees() const noexcept { return frees_.size(); }
+  const store_allocator& store() const noexcept { return store_; }
+
+private:
+  // planner.cpp
+  void schedule_flush();
+  uint64_t enqueue(uint32_t l, const op_desc& op, std::initializer_list<dependency> deps = {});
+  void settle(const op_request& req, std::optional<uint32_t> l, dependency retire);
+  void retire(uint32_t l);
+  void dispatch();
+  bool dispatch_lane(uint32_t l, wire::execute_msg& broadcast);
+  void record_live();
+  std::optional<uint32_t> lane_of(const device& d) const;
+  std::string op_name(const op_request& req) const;
+  bool satisfied(const dependency& d) const;
+  bool all_done(const std::vector<uint64_t>& issued) const;
+  bool all_entries_done(const std::vector<uint64_t>& entries) const;
+  std::vector<uint64_t> entries_now() const;
+  std::vector<uint64_t> issued_now() const;
+  bool all_ready() const;
+  template <class Msg>
+  void record_ack(uint32_t lane, wire::msg_type type, Msg msg);
+
+  // planner_place.cpp
+  bool try_submit(op_request& req);
+  placement place(uint32_t l, op_request& req);
+  placement upload(uint32_t l, op_request& req, uint64_t bytes);
+  placement move(uint32_t dst, op_request& req, uint64_t bytes);
+  placement compute(uint32_t l, op_request& req);
+  void store_upload(operand_id out, uint64_t offset, const float* data, uint64_t bytes);
+  bool piecewise(const op_request& req) const;
+  uint64_t piece_elems() const;
+  bool stream_pieces(held_request& h);
+  std::optional<dependency> stream_piece(held_request& h, uint32_t dst);
+  bool try_piece(held_request& h);
+  void drop(operand_id id);
+  placement no_space(operand_id out, uint64_t bytes, const std::string& what);
+  bool may_wait_for_space(uint64_t bytes) const;
+  std::string store_full(uint64_t bytes, const std::string& what) const;
+  void free_later(uint64_t offset, uint64_t bytes);
+
+  // planner_failure.cpp
+  void record(const std::string& what);
+  wait_answer take_unreported();
+  void taint(operand_id out, std::string why);
+  std::string blocker(const op_request& req, std::optional<uint32_t> l) const;
+  void fail_lane(uint32_t l, const std::string& why);
+  void stand_in_for(uint32_t l, const std::string& why);
+  void fail_startup(const std::string& why);
+
+  // planner_waits.cpp
+  void hold(op_request&& req);
+  void unhold(const op_request& req);
+  void hold_wait(held_request::kind what, uint64_t wait, operand_id id);
+  void start_store_wait();
+  void drain_held(bool fresh = false);
+  bool drain_head(held_request& h, bool moved);
+  void collect();
+  void free_collected(bool& freed);
+  void collect_pieces();
+  bool answer_fetch(uint64_t wait, operand_id id);
+  void expire_later(uint64_t wait);
+  void answer_all_waits();
+  bool expire_held(uint64_t wait);
+  bool expire_pending(uint64_t wait);
+  std::string silent_lanes(const std::vector<uint64_t>& entries) const;
+
+  // planner_watch.cpp
+  void sent_broadcast(wire::execute_msg&& m);
+  void check_queued();
+  void schedule_progress_check();
+  void progressed(uint32_t l);
+
+  planner_outbox& out_;
+  std::vector<plan_lane> lanes_;
+  std::byte* store_base_;
+  store_allocator store_;
+  std::unordered_map<operand_id, tensor_rec> tensors_;
+  std::vector<pending_free> frees_;
+  std::vector<pending_fetch> fetches_;
+  std::vector<pending_piece> pieces_;
+  std::unordered_map<uint64_t, uint64_t> staged_; // pieces handed to a user's thread: offset, bytes
+  std::vector<pending_sync> syncs_;
+  uint64_t next_wait_ = 1;
+  std::chrono::milliseconds wait_timeout_;
+  std::vector<uint64_t> ready_waits_;
+  std::string startup_failure_;
+  broadcast_window window_;
+  std::size_t max_queued_bytes_;
+  std::chrono::milliseconds progress_timeout_;
+  bool progress_check_scheduled_ = false;
+  std::shared_ptr<flow_control> flow_;
+  std::deque<held_request> held_;
+  std::unordered_map<operand_id, uint32_t> held_refs_; // operands the held operators name
+  uint64_t store_wait_ = 0;       // the deadline of the held head's wait for store space
+  bool store_wait_over_ = false;  // that deadline passed: the head fails instead of waiting
+  bool flush_scheduled_ = false;
+  bool stopping_ = false;
+  // Failures not yet reported by a sync(): the first, and how many more.
+  std::string unreported_;
+  uint64_t unreported_more_ = 0;
+  uint64_t batches_ = 0;
+  uint64_t operators_ = 0;
+  std::shared_ptr<trace::writer> trace_;
+  std::shared_ptr<ag::timeline> timeline_;
+};
+
+} // namespace ag

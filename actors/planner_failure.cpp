@@ -1,0 +1,113 @@
+// The planner's failures: an operator that cannot run taints its result; a lane that fails taints
+// what it holds and what other lanes wait to receive from it, and nothing else; start-up fails
+// when a lane does not come up. Every failure is reported once, by the next sync.
+#include <limits>
+
+#include "actors/planner.hpp"
+
+namespace ag {
+
+// A failure the next sync() reports (once).
+void planner::record(const std::string& what) {
+  if (unreported_.empty())
+    unreported_ = what;
+  else
+    ++unreported_more_;
+}
+
+wait_answer planner::take_unreported() {
+  std::string what = std::move(unreported_);
+  if (unreported_more_ > 0)
+    what += " (and " + std::to_string(unreported_more_) + " more failures)";
+  unreported_.clear();
+  unreported_more_ = 0;
+  return wait_answer::fail(errc::device_failed, std::move(what));
+}
+
+// The result of an operator that will not run: readers get `why`.
+void planner::taint(operand_id out, std::string why) {
+  auto& rec = tensors_[out];
+  rec.placed = false;
+  rec.failure = std::move(why);
+  record(rec.failure);
+}
+
+// Why the operator cannot run, or empty: an unknown or tainted input, a failed lane.
+std::string planner::blocker(const op_request& req, std::optional<uint32_t> l) const {
+  if (!l)
+    return op_name(req) + ": " + req.where.str() + " is not a device of this runtime";
+  if (!lanes_[*l].failed.empty())
+    return op_name(req) + ": " + lanes_[*l].failed;
+  for (operand_id in : {req.a, req.b}) {
+    if (in == 0)
+      continue;
+    auto it = tensors_.find(in);
+    if (it == tensors_.end())
+      return op_name(req) + ": operand #" + std::to_string(in) + " does not exist";
+    if (!it->second.failure.empty())
+      return op_name(req) + ": input #" + std::to_string(in) + " failed: " + it->second.failure;
+    if (!lanes_[it->second.lane].failed.empty())
+      return op_name(req) + ": input #" + std::to_string(in) + " is on "
+             + lanes_[it->second.lane].failed;
+  }
+  return {};
+}
+
+// Lane l runs nothing more. What it holds, and what other lanes were waiting to receive from it,
+// is tainted with `why`; operators on other lanes that waited for it still run, on a stand-in
+// (a NaN fill of the operand), so that every lane's operand map and counts stay whole.
+void planner::fail_lane(uint32_t l, const std::string& why) {
+  auto& ln = lanes_[l];
+  if (!ln.failed.empty())
+    return;
+  ln.failed = why;
+  record(why);
+  ln.queue.clear();
+  if (ln.remote && !ln.down) // a child runs nothing more for a failed lane: it goes
+    out_.kill(l);
+  for (auto& [id, rec] : tensors_) {
+    const bool lost = rec.lane == l || (rec.writer.lane == l && rec.writer.index > ln.done);
+    if (lost && rec.failure.empty())
+      rec.failure = why;
+  }
+  stand_in_for(l, why);
+  if (!ln.ready)
+    fail_startup("runner of " + ln.dev.str() + " stopped before it was ready: " + why);
+  retire(l);
+  dispatch();
+  check_queued(); // a failed lane no longer holds the others back
+  collect();
+}
+
+// The operators of other lanes that wait for what failed lane l has not run become NaN fills of
+// their result, tainted with why.
+void planner::stand_in_for(uint32_t l, const std::string& why) {
+  const uint64_t done = lanes_[l].done;
+  for (auto& other : lanes_) {
+    for (auto& e : other.queue) {
+      bool waits = false;
+      for (const auto& d : e.deps)
+        waits = waits || (d.lane == l && d.index > done);
+      if (!waits)
+        continue;
+      e.deps.clear();
+      e.op.kind = op_kind::fill;
+      e.op.scalar = std::numeric_limits<float>::quiet_NaN();
+      e.op.a = {};
+      e.op.b = {};
+      if (auto it = tensors_.find(e.op.out.id); it != tensors_.end() && e.op.out.id != 0)
+        if (it->second.failure.empty())
+          it->second.failure = why;
+    }
+  }
+}
+
+void planner::fail_startup(const std::string& why) {
+  if (startup_failure_.empty())
+    startup_failure_ = why;
+  for (uint64_t w : ready_waits_)
+    out_.answer(w, wait_answer::fail(errc::device_failed, startup_failure_));
+  ready_waits_.clear();
+}
+
+} // namespace ag

@@ -1,0 +1,338 @@
+// The planner's placement: which lane runs an operator, where its result lives, and the store
+// ranges that carry host data (uploads, moves through the host, reads of large device tensors).
+#include <cstring>
+#include <limits>
+#include <tuple>
+
+#include "actors/planner.hpp"
+#include "graph/deadline.hpp"
+#include "ipc/trace.hpp"
+
+namespace ag {
+
+namespace {
+
+// A tensor given memory: on `lane`, at `offset` for cpu tensors, written by `writer`.
+tensor_rec placed(uint32_t lane, uint64_t offset, uint64_t bytes, dependency writer) {
+  tensor_rec r;
+  r.lane = lane;
+  r.offset = offset;
+  r.bytes = bytes;
+  r.writer = writer;
+  return r;
+}
+
+// A copy of `count` elements from operand ref `a` to `out`; with `total`, elements
+// [first, first + count) of a `total`-element device operand (docs/PROTOCOL.md, copy).
+op_desc copy_op(operand_ref out, operand_ref a, uint64_t count, uint64_t first = 0,
+                uint64_t total = 0) {
+  op_desc op;
+  op.kind = op_kind::copy;
+  op.out = out;
+  op.a = a;
+  op.count = count;
+  op.m = first;
+  op.n = total;
+  return op;
+}
+
+constexpr uint64_t no_offset = operand_ref::no_offset;
+
+} // namespace
+
+// Places one operator and settles its credit; false (nothing changed) while it waits for space.
+bool planner::try_submit(op_request& req) {
+  const auto l = lane_of(req.where);
+  placement p;
+  if (auto why = blocker(req, l); !why.empty())
+    taint(req.out, std::move(why));
+  else
+    p = place(*l, req);
+  if (p.no_space)
+    return false;
+  settle(req, l, p.retire);
+  return true;
+}
+
+placement planner::place(uint32_t l, op_request& req) {
+  const uint64_t bytes = req.count * sizeof(float);
+  switch (req.kind) {
+    case op_kind::upload: return upload(l, req, bytes);
+    case op_kind::copy: return move(l, req, bytes);
+    default: return compute(l, req);
+  }
+}
+
+// Writes upload data to the store (and to the trace, which replays it).
+void planner::store_upload(operand_id out, uint64_t offset, const float* data, uint64_t bytes) {
+  if (bytes > 0) // an empty vector's data() may be null, which memcpy must not get
+    std::memcpy(store_base_ + offset, data, bytes);
+  if (trace_) {
+    trace::store_write_rec rec{out, offset, {}};
+    const auto* p = reinterpret_cast<const char*>(data);
+    rec.data.assign(p, p + bytes);
+    trace_->write(rec);
+  }
+}
+
+placement planner::upload(uint32_t l, op_request& req, uint64_t bytes) {
+  auto off = store_.allocate(bytes);
+  if (!off)
+    return no_space(req.out, bytes, "from_vector -> #" + std::to_string(req.out));
+  store_upload(req.out, *off, req.data.data(), bytes);
+  if (l == cpu_lane) {
+    tensors_[req.out] = placed(cpu_lane, *off, bytes, {});
+    return {};
+  }
+  const uint64_t index = enqueue(l, copy_op({req.out, no_offset}, {0, *off}, req.count));
+  tensors_[req.out] = placed(l, no_offset, bytes, {});
+  free_later(*off, bytes);
+  return {false, {l, index}};
+}
+
+// An explicit move: the source writes the store, the destination reads it once the source
+// acknowledged (the dependency holds the destination's half back).
+placement planner::move(uint32_t dst, op_request& req, uint64_t bytes) {
+  const tensor_rec src = tensors_.at(req.a);
+  if (src.lane == cpu_lane) { // store -> device
+    const uint64_t index =
+      enqueue(dst, copy_op({req.out, no_offset}, {req.a, src.offset}, req.count), {src.writer});
+    tensors_[req.out] = placed(dst, no_offset, bytes, {});
+    return {false, {dst, index}};
+  }
+  auto off = store_.allocate(bytes);
+  if (!off)
+    return no_space(req.out, bytes, "to(" + req.where.str() + ") -> #" + std::to_string(req.out));
+  const operand_ref staged{dst == cpu_lane ? req.out : 0, *off};
+  const dependency written{src.lane,
+                           enqueue(src.lane, copy_op(staged, {req.a, no_offset}, req.count))};
+  if (dst == cpu_lane) { // device -> store: the store range is the cpu tensor
+    tensors_[req.out] = placed(cpu_lane, *off, bytes, written);
+    return {false, written};
+  }
+  // device -> staging range -> device
+  const uint64_t index =
+    enqueue(dst, copy_op({req.out, no_offset}, {0, *off}, req.count), {written});
+  tensors_[req.out] = placed(dst, no_offset, bytes, {});
+  free_later(*off, bytes);
+  return {false, {dst, index}};
+}
+
+placement planner::compute(uint32_t l, op_request& req) {
+  op_desc op;
+  op.kind = req.kind;
+  op.count = req.count;
+  op.m = req.m;
+  op.k = req.k;
+  op.n = req.n;
+  op.scalar = req.scalar;
+  dependency deps[2]; // the writers of a and b (index 0: nothing to wait for)
+  for (auto [id, ref, dep] :
+       {std::tuple{req.a, &op.a, &deps[0]}, std::tuple{req.b, &op.b, &deps[1]}}) {
+    if (id == 0)
+      continue;
+    const auto& rec = tensors_.at(id);
+    *ref = {id, rec.offset};
+    *dep = rec.writer;
+  }
+  const uint64_t out_elems = req.kind == op_kind::sum      ? 1
+                             : req.kind == op_kind::matmul ? req.m * req.n
+                                                           : req.count;
+  const uint64_t bytes = out_elems * sizeof(float);
+  op.out = {req.out, no_offset};
+  if (l == cpu_lane) {
+    auto off = store_.allocate(bytes);
+    if (!off)
+      return no_space(req.out, bytes, op_name(req));
+    op.out.offset = *off;
+  }
+  const uint64_t index = enqueue(l, op, {deps[0], deps[1]});
+  tensors_[req.out] = placed(l, op.out.offset, bytes, {l, index});
+  return {false, {l, index}};
+}
+
+// -- transfers in pieces --------------------------------------------------------------------------
+
+// Transfers larger than half the store go through it a quarter of it at a time.
+bool planner::piecewise(const op_request& req) const {
+  if (req.count * sizeof(float) <= store_.capacity() / 2 || req.where.is_cpu())
+    return false;
+  if (req.kind == op_kind::upload)
+    return true;
+  if (req.kind != op_kind::copy)
+    return false;
+  auto it = tensors_.find(req.a);
+  return it != tensors_.end() && it->second.lane != cpu_lane;
+}
+
+uint64_t planner::piece_elems() const {
+  return std::max<uint64_t>(1, store_.capacity() / 4 / sizeof(float));
+}
+
+// Places as many pieces of the held head's transfer as the store has room for; true once every
+// piece is placed (or the transfer failed), false while it waits for room.
+bool planner::stream_pieces(held_request& h) {
+  auto& req = h.req;
+  const auto l = lane_of(req.where);
+  if (h.streamed == 0) {
+    if (auto why = blocker(req, l); !why.empty()) {
+      taint(req.out, std::move(why));
+      settle(req, l, {});
+      return true;
+    }
+    tensors_[req.out] = placed(*l, no_offset, req.count * sizeof(float), {});
+  }
+  const uint32_t dst = *l;
+  dependency last{dst, lanes_[dst].issued};
+  while (h.streamed < req.count && lanes_[dst].failed.empty()) { // else its operand is gone too
+    const auto piece = stream_piece(h, dst);
+    if (!piece)
+      return false;
+    last = *piece;
+  }
+  // A failed destination gave its credits back already; nothing of it will be acknowledged.
+  settle(req, l, lanes_[dst].failed.empty() ? last : dependency{});
+  req.data = {};
+  return true;
+}
+
+// The next piece of the held head's transfer to lane dst: elements [streamed, streamed + n) go
+// through a store range (or, when the source failed or the store stays full, the destination's
+// elements become NaN, so that it is whole). Returns the destination's operator, or nothing while
+// the store has no room yet.
+std::optional<dependency> planner::stream_piece(held_request& h, uint32_t dst) {
+  auto& req = h.req;
+  const bool upload = req.kind == op_kind::upload;
+  const uint64_t n = std::min(piece_elems(), req.count - h.streamed);
+  const operand_ref whole{req.out, no_offset};
+  std::string lost; // why the rest of the destination is NaN
+  const tensor_rec src = upload ? tensor_rec{} : tensors_.at(req.a);
+  if (!upload && !lanes_[src.lane].failed.empty())
+    lost = lanes_[src.lane].failed;
+  std::optional<uint64_t> off;
+  if (lost.empty()) {
+    off = store_.allocate(n * sizeof(float));
+    if (!off && !frees_.empty() && !store_wait_over_)
+      return std::nullopt;
+    if (!off)
+      lost = store_full(n * sizeof(float), "a piece of " + op_name(req));
+  }
+  if (!lost.empty()) {
+    if (tensors_[req.out].failure.empty()) {
+      tensors_[req.out].failure = lost;
+      record(lost);
+    }
+    op_desc nan = copy_op(whole, {}, n, h.streamed, req.count);
+    nan.kind = op_kind::fill;
+    nan.scalar = std::numeric_limits<float>::quiet_NaN();
+    h.streamed += n;
+    return dependency{dst, enqueue(dst, nan)};
+  }
+  const op_desc in = copy_op(whole, {0, *off}, n, h.streamed, req.count); // store -> destination
+  dependency last;
+  if (upload) {
+    store_upload(req.out, *off, req.data.data() + h.streamed, n * sizeof(float));
+    last = {dst, enqueue(dst, in)};
+  } else { // source -> store, then store -> destination once the source wrote it
+    const op_desc out = copy_op({0, *off}, {req.a, no_offset}, n, h.streamed, req.count);
+    const dependency written{src.lane, enqueue(src.lane, out, {src.writer})};
+    last = {dst, enqueue(dst, in, {written})};
+  }
+  free_later(*off, n * sizeof(float));
+  h.streamed += n;
+  return last;
+}
+
+// A piece for a user's thread: true once answered or placed, false while it waits for room.
+bool planner::try_piece(held_request& h) {
+  if (h.answered)
+    return true;
+  auto it = tensors_.find(h.operand);
+  std::string why;
+  if (it == tensors_.end() || it->second.lane == cpu_lane || !it->second.placed)
+    why = "read: operand #" + std::to_string(h.operand) + " is not a device tensor";
+  else if (!it->second.failure.empty())
+    why = it->second.failure;
+  else if (!lanes_[it->second.lane].failed.empty())
+    why = lanes_[it->second.lane].failed;
+  else if (h.first > it->second.bytes / sizeof(float)
+           || h.count > it->second.bytes / sizeof(float) - h.first)
+    why = "read: elements [" + std::to_string(h.first) + ", +" + std::to_string(h.count)
+          + ") lie outside operand #" + std::to_string(h.operand);
+  if (!why.empty()) {
+    out_.answer(h.wait, wait_answer::fail(errc::device_failed, std::move(why)));
+    return true;
+  }
+  const auto& rec = it->second;
+  const uint64_t bytes = h.count * sizeof(float);
+  auto off = store_.allocate(bytes);
+  if (!off) {
+    if (may_wait_for_space(bytes))
+      return false;
+    out_.answer(h.wait, wait_answer::fail(errc::device_failed,
+                                          store_full(bytes, "to_vector of #"
+                                                              + std::to_string(h.operand))));
+    return true;
+  }
+  const op_desc op =
+    copy_op({0, *off}, {h.operand, no_offset}, h.count, h.first, rec.bytes / sizeof(float));
+  const dependency written{rec.lane, enqueue(rec.lane, op, {rec.writer})};
+  pieces_.push_back({h.wait, h.operand, written, *off, bytes});
+  return true;
+}
+
+// -- releases and the store -----------------------------------------------------------------------
+
+// The user let go of operand id: its store range is freed once nothing reads it, its device
+// memory once its lane's runner has run everything before.
+void planner::drop(operand_id id) {
+  auto it = tensors_.find(id);
+  if (it == tensors_.end())
+    return;
+  const tensor_rec rec = std::move(it->second);
+  tensors_.erase(it);
+  if (!rec.placed)
+    return; // never given memory
+  if (rec.lane == cpu_lane)
+    return free_later(rec.offset, rec.bytes);
+  auto& ln = lanes_[rec.lane];
+  if (!ln.failed.empty())
+    return; // its runner is gone or runs nothing more
+  entry e;
+  e.release = true;
+  e.released = id;
+  ln.queue.push_back(std::move(e));
+  ++ln.entries;
+}
+
+// Acknowledgements still to come will free store ranges, `bytes` can fit, and the held head's
+// deadline has not passed: waiting may help.
+bool planner::may_wait_for_space(uint64_t bytes) const {
+  return !frees_.empty() && bytes <= store_.capacity() && !store_wait_over_;
+}
+
+// No store range for `bytes` now: the operator waits when that may help; otherwise its result is
+// tainted with why.
+placement planner::no_space(operand_id out, uint64_t bytes, const std::string& what) {
+  if (may_wait_for_space(bytes))
+    return {true, {}};
+  taint(out, store_full(bytes, what));
+  return {};
+}
+
+std::string planner::store_full(uint64_t bytes, const std::string& what) const {
+  std::string why = "store full: " + what + " needs " + std::to_string(bytes) + " bytes; "
+                    + std::to_string(store_.live_bytes()) + " of "
+                    + std::to_string(store_.capacity())
+                    + " bytes are held (graph_option::store_bytes)";
+  if (store_wait_over_)
+    why += "; no acknowledgement freed enough within " + duration_string(wait_timeout_);
+  return why;
+}
+
+// Frees a store range once every operator issued so far has run.
+void planner::free_later(uint64_t offset, uint64_t bytes) {
+  frees_.push_back({offset, bytes, issued_now()});
+}
+
+} // namespace ag

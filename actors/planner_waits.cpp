@@ -1,0 +1,292 @@
+// The planner's waits: requests held behind an operator that waits for store space, the reads and
+// syncs waiting for acknowledgements, and each one's deadline.
+#include <algorithm>
+
+#include "actors/planner.hpp"
+#include "graph/deadline.hpp"
+
+namespace ag {
+
+namespace {
+
+std::string wait_name(const held_request& h) {
+  return h.what == held_request::kind::sync ? std::string{"sync"}
+                                            : "to_vector of tensor #" + std::to_string(h.operand);
+}
+
+bool is_wait(const held_request& h) {
+  return h.what != held_request::kind::submit && h.what != held_request::kind::release;
+}
+
+wait_answer destroyed(const std::string& what) {
+  return wait_answer::fail(errc::device_failed,
+                           what + ": the runtime was destroyed while it waited");
+}
+
+} // namespace
+
+// -- held requests --------------------------------------------------------------------------------
+
+void planner::hold(op_request&& req) {
+  for (operand_id id : {req.out, req.a, req.b})
+    if (id != 0)
+      ++held_refs_[id];
+  held_request h;
+  h.what = held_request::kind::submit;
+  h.req = std::move(req);
+  held_.push_back(std::move(h));
+}
+
+void planner::unhold(const op_request& req) {
+  for (operand_id id : {req.out, req.a, req.b})
+    if (auto it = held_refs_.find(id); id != 0 && it != held_refs_.end() && --it->second == 0)
+      held_refs_.erase(it);
+}
+
+// A sync or read that arrived behind held operators: answered once they are placed.
+void planner::hold_wait(held_request::kind what, uint64_t wait, operand_id id) {
+  held_request h;
+  h.what = what;
+  h.operand = id;
+  h.wait = wait;
+  held_.push_back(std::move(h));
+}
+
+// The held head waits for store space until wait_timeout; then it fails with "store full".
+void planner::start_store_wait() {
+  store_wait_over_ = false;
+  store_wait_ = new_wait();
+  expire_later(store_wait_);
+}
+
+// Places what was held, in order, until an operator still finds no store space. fresh: the head
+// has not waited yet.
+void planner::drain_held(bool fresh) {
+  bool moved = fresh;
+  while (!held_.empty()) {
+    if (!drain_head(held_.front(), moved))
+      return schedule_flush();
+    held_.pop_front();
+    moved = true;
+  }
+  store_wait_over_ = false;
+  if (moved)
+    schedule_flush();
+}
+
+// Places or answers the held head; false while it waits for store space (with a new deadline
+// when it is a new head, or when it placed some of its pieces).
+bool planner::drain_head(held_request& h, bool moved) {
+  const uint64_t streamed = h.streamed;
+  switch (h.what) {
+    case held_request::kind::submit: {
+      const bool piecewise_head = h.streamed > 0 || piecewise(h.req);
+      if (!(piecewise_head ? stream_pieces(h) : try_submit(h.req))) {
+        if (moved || h.streamed != streamed)
+          start_store_wait();
+        return false;
+      }
+      unhold(h.req);
+      store_wait_over_ = false; // that deadline was this head's alone
+      return true;
+    }
+    case held_request::kind::piece:
+      if (!try_piece(h)) {
+        if (moved)
+          start_store_wait();
+        return false;
+      }
+      store_wait_over_ = false;
+      return true;
+    case held_request::kind::release: drop(h.operand); return true;
+    case held_request::kind::sync:
+      if (!h.answered)
+        syncs_.push_back({h.wait, entries_now()});
+      return true;
+    case held_request::kind::fetch:
+      if (!h.answered && !answer_fetch(h.wait, h.operand))
+        fetches_.push_back({h.wait, h.operand});
+      return true;
+  }
+  return true;
+}
+
+// -- answering ------------------------------------------------------------------------------------
+
+// Answers the waits whose work is done, frees the store ranges nobody can read any more, and
+// places the operators that waited for them.
+void planner::collect() {
+  bool freed = false;
+  free_collected(freed);
+  if (!held_.empty() && (freed || frees_.empty()))
+    drain_held();
+  for (auto it = fetches_.begin(); it != fetches_.end();) {
+    if (answer_fetch(it->wait, it->operand))
+      it = fetches_.erase(it);
+    else
+      ++it;
+  }
+  collect_pieces();
+  for (auto it = syncs_.begin(); it != syncs_.end();) {
+    if (!all_entries_done(it->entries)) {
+      ++it;
+      continue;
+    }
+    out_.answer(it->wait, unreported_.empty() ? wait_answer::ok() : take_unreported());
+    it = syncs_.erase(it);
+  }
+}
+
+void planner::free_collected(bool& freed) {
+  for (auto it = frees_.begin(); it != frees_.end();) {
+    if (all_done(it->issued)) {
+      store_.deallocate(it->offset, it->bytes);
+      it = frees_.erase(it);
+      freed = true;
+    } else {
+      ++it;
+    }
+  }
+}
+
+// Pieces copied to their staging range go to the user's thread, which gives the range back.
+void planner::collect_pieces() {
+  for (auto it = pieces_.begin(); it != pieces_.end();) {
+    const auto& ln = lanes_[it->written.lane];
+    if (ln.done >= it->written.index) {
+      staged_[it->offset] = it->bytes;
+      out_.answer(it->wait, wait_answer::ok(it->offset));
+    } else if (!ln.failed.empty()) {
+      out_.answer(it->wait, wait_answer::fail(errc::device_failed, ln.failed));
+      free_later(it->offset, it->bytes);
+    } else {
+      ++it;
+      continue;
+    }
+    it = pieces_.erase(it);
+  }
+}
+
+// Answers with the operand's store offset, or why it cannot be read; false while it is not
+// written.
+bool planner::answer_fetch(uint64_t wait, operand_id id) {
+  auto it = tensors_.find(id);
+  if (it == tensors_.end() || it->second.lane != cpu_lane) {
+    out_.answer(wait, wait_answer::fail(errc::bad_request, "read: operand #" + std::to_string(id)
+                                                             + " is not a cpu tensor"));
+    return true;
+  }
+  const auto& rec = it->second;
+  if (!rec.failure.empty()) {
+    out_.answer(wait, wait_answer::fail(errc::device_failed, rec.failure));
+    return true;
+  }
+  if (!satisfied(rec.writer))
+    return false;
+  out_.answer(wait, wait_answer::ok(rec.offset));
+  return true;
+}
+
+// Shutdown: every thread still waiting on this runtime gets an error rather than a hang.
+void planner::answer_all_waits() {
+  for (auto& h : held_)
+    if (is_wait(h) && !h.answered)
+      out_.answer(h.wait, destroyed(wait_name(h)));
+  held_.clear();
+  held_refs_.clear();
+  for (auto& f : fetches_)
+    out_.answer(f.wait, destroyed("to_vector of tensor #" + std::to_string(f.operand)));
+  fetches_.clear();
+  for (auto& p : pieces_)
+    out_.answer(p.wait, destroyed("to_vector"));
+  pieces_.clear();
+  for (auto& s : syncs_)
+    out_.answer(s.wait, destroyed("sync"));
+  syncs_.clear();
+}
+
+// -- deadlines ------------------------------------------------------------------------------------
+
+void planner::expire_later(uint64_t wait) {
+  if (!no_deadline(wait_timeout_))
+    out_.expire_after(wait, wait_timeout_);
+}
+
+void planner::expire(uint64_t wait) {
+  if (wait == store_wait_ && !held_.empty()) { // the held head stops waiting for space
+    store_wait_over_ = true;
+    drain_held();
+    collect();
+    return;
+  }
+  if (!expire_held(wait))
+    expire_pending(wait);
+}
+
+// A wait held behind an operator that waits for store space.
+bool planner::expire_held(uint64_t wait) {
+  for (auto& h : held_) {
+    if (h.wait != wait || h.answered || !is_wait(h))
+      continue;
+    h.answered = true;
+    const auto& head = held_.front();
+    out_.answer(wait, wait_answer::fail(
+                        errc::timeout,
+                        wait_name(h) + ": waited " + duration_string(wait_timeout_) + " behind "
+                          + (head.what == held_request::kind::submit ? op_name(head.req)
+                                                                     : std::string{"a read"})
+                          + ", which waits for room in the store ("
+                          + std::to_string(store_.live_bytes()) + " of "
+                          + std::to_string(store_.capacity())
+                          + " bytes are held, graph_option::store_bytes)"));
+    return true;
+  }
+  return false;
+}
+
+// A wait for acknowledgements: a sync, a piece or a read.
+bool planner::expire_pending(uint64_t wait) {
+  const auto timeout = duration_string(wait_timeout_);
+  auto match = [wait](const auto& p) { return p.wait == wait; };
+  if (auto it = std::find_if(syncs_.begin(), syncs_.end(), match); it != syncs_.end()) {
+    out_.answer(wait, wait_answer::fail(errc::timeout, "sync: no acknowledgement within " + timeout
+                                                         + " from " + silent_lanes(it->entries)));
+    syncs_.erase(it);
+  } else if (auto it = std::find_if(pieces_.begin(), pieces_.end(), match); it != pieces_.end()) {
+    out_.answer(wait, wait_answer::fail(
+                        errc::timeout, "to_vector: a piece of tensor #" + std::to_string(it->operand)
+                                         + " not copied within " + timeout + ": "
+                                         + lanes_[it->written.lane].dev.str()
+                                         + " has not acknowledged it"));
+    free_later(it->offset, it->bytes); // its copy may still run
+    pieces_.erase(it);
+  } else if (auto it = std::find_if(fetches_.begin(), fetches_.end(), match);
+             it != fetches_.end()) {
+    const auto& rec = tensors_.at(it->operand);
+    out_.answer(wait, wait_answer::fail(
+                        errc::timeout, "to_vector: tensor #" + std::to_string(it->operand)
+                                         + " not written within " + timeout + ": "
+                                         + lanes_[rec.writer.lane].dev.str()
+                                         + " has not acknowledged it"));
+    fetches_.erase(it);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// The lanes a wait is still waiting for, and why, for the error at its deadline.
+std::string planner::silent_lanes(const std::vector<uint64_t>& entries) const {
+  std::string out;
+  for (std::size_t i = 0; i < lanes_.size(); ++i) {
+    const auto& ln = lanes_[i];
+    if (ln.entries_done >= entries[i] || !ln.failed.empty())
+      continue;
+    out += (out.empty() ? "" : ", ") + ln.dev.str() + " ("
+           + std::to_string(ln.entries_sent - ln.entries_done) + " entries sent, "
+           + std::to_string(ln.in_flight.size()) + " batches unacknowledged)";
+  }
+  return out;
+}
+
+} // namespace ag
