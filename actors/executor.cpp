@@ -20,22 +20,13 @@ namespace ag {
 
 namespace {
 
-// The tag of the start-up deadline message the executor sends itself.
-struct start_deadline_t {};
-constexpr start_deadline_t start_deadline{};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, start_deadline_t&) {
-  return f(caf::meta::type_name("start_deadline"));
-}
-
 struct executor_state;
-using executor_actor = caf::stateful_actor<executor_state>;
+using executor_self = executor_actor::stateful_pointer<executor_state>;
 
 // Carries out what the planner asks, as messages.
 class executor_outbox final : public planner_outbox {
 public:
-  explicit executor_outbox(executor_actor* self) : self_(self) {}
+  explicit executor_outbox(executor_self self) : self_(self) {}
 
   void run(uint32_t lane, batch b) override;
   void broadcast(wire::execute_msg m) override;
@@ -46,11 +37,11 @@ public:
   void check_progress_after(std::chrono::milliseconds after) override;
 
 private:
-  executor_actor* self_;
+  executor_self self_;
 };
 
 struct executor_state {
-  explicit executor_state(executor_actor* self) : out(self) {}
+  explicit executor_state(executor_self self) : out(self) {}
 
   executor_outbox out;
   std::unique_ptr<planner> plan;
@@ -69,7 +60,7 @@ struct executor_state {
   static inline const char* name = "ag.executor";
 
   // A promise the planner answers (through answer()) under a new wait id.
-  uint64_t wait_for(executor_actor* self, bool offset) {
+  uint64_t wait_for(executor_self self, bool offset) {
     const uint64_t id = plan->new_wait();
     waits.emplace(id, reply{self->make_response_promise(), offset});
     return id;
@@ -78,15 +69,16 @@ struct executor_state {
 
 void executor_outbox::run(uint32_t lane, batch b) {
   store_fence::release(); // the uploads stored for it
-  self_->send(self_->state.lanes->runner(lane), execute_atom::value, std::move(b));
+  self_->send(self_->state.lanes->stream(lane), execute_atom::value, std::move(b));
 }
 
 void executor_outbox::broadcast(wire::execute_msg m) {
-  self_->send(self_->state.lanes->publisher(), publish_atom::value, std::move(m));
+  // (The publisher answers nobody: an untyped actor, sent to anonymously.)
+  caf::anon_send(self_->state.lanes->publisher(), publish_atom::value, std::move(m));
 }
 
 void executor_outbox::kill(uint32_t lane) {
-  self_->send(self_->state.lanes->runner(lane), kill_atom::value);
+  self_->send(self_->state.lanes->proxy(lane), kill_atom::value);
 }
 
 void executor_outbox::flush_soon() { self_->send(self_, flush_atom::value); }
@@ -116,7 +108,7 @@ void executor_outbox::answer(uint64_t wait, wait_answer a) {
 }
 
 // Every lane first; then the sockets' actors, which the children's last words pass through.
-void maybe_finish_shutdown(executor_actor* self) {
+void maybe_finish_shutdown(executor_self self) {
   auto& st = self->state;
   if (!st.plan->stopping() || !st.lanes->lanes_down())
     return;
@@ -130,7 +122,7 @@ void maybe_finish_shutdown(executor_actor* self) {
   self->quit();
 }
 
-void on_down(executor_actor* self, const caf::down_msg& dm) {
+void on_down(executor_self self, const caf::down_msg& dm) {
   auto& st = self->state;
   const auto ev = st.lanes->on_down(dm);
   if (ev.kind == lane_topology::down_kind::service && !st.plan->stopping()) {
@@ -154,7 +146,7 @@ void on_down(executor_actor* self, const caf::down_msg& dm) {
 
 // Spawns the planner and the lanes' actors, each runner monitored; they never outlive the
 // executor, whichever way it ends.
-void start(executor_actor* self, executor_setup& setup) {
+void start(executor_self self, executor_setup& setup) {
   auto& st = self->state;
   auto devices = setup.devices;
   devices.insert(devices.begin(), device::cpu());
@@ -179,7 +171,7 @@ void start(executor_actor* self, executor_setup& setup) {
     self->delayed_send(self, setup.start_timeout, wait_ready_atom::value, start_deadline);
 }
 
-caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
+executor_actor::behavior_type executor_fun(executor_self self, executor_setup setup) {
   start(self, setup);
   auto& plan = *self->state.plan;
   const auto start_timeout = setup.start_timeout;
@@ -201,13 +193,13 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
       store_fence::acquire();
       plan.unstage(offset, bytes);
     },
-    [=, &plan](sync_atom) -> caf::result<caf::unit_t> {
+    [=, &plan](sync_atom) -> caf::result<void> {
       plan.sync(self->state.wait_for(self, false));
-      return caf::delegated<caf::unit_t>{};
+      return caf::delegated<void>{};
     },
-    [=, &plan](wait_ready_atom) -> caf::result<caf::unit_t> {
+    [=, &plan](wait_ready_atom) -> caf::result<void> {
       plan.wait_ready(self->state.wait_for(self, false));
-      return caf::delegated<caf::unit_t>{};
+      return caf::delegated<void>{};
     },
     [=, &plan](flush_atom) { plan.flush(); },
     [=, &plan](expire_atom, uint64_t wait) { plan.expire(wait); },
@@ -228,7 +220,7 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
     [=, &plan](received_atom, uint32_t l, uint64_t count) { plan.received(l, count); },
     [=, &plan](stats_atom) {
       const auto s = plan.stats();
-      return caf::make_message(s.store_live, s.device_live, s.batches, s.operators);
+      return std::make_tuple(s.store_live, s.device_live, s.batches, s.operators);
     },
     [=, &plan](shutdown_atom) -> caf::result<std::string> {
       auto& st = self->state;
@@ -243,7 +235,7 @@ caf::behavior executor_fun(executor_actor* self, executor_setup setup) {
 
 } // namespace
 
-caf::actor spawn_executor(caf::actor_system& sys, executor_setup setup) {
+executor_actor spawn_executor(caf::actor_system& sys, executor_setup setup) {
   return sys.spawn<caf::detached>(executor_fun, std::move(setup));
 }
 

@@ -21,6 +21,7 @@
 #include "actorgraph/device.hpp"
 #include "actors/planner.hpp"
 #include "actors/process_setup.hpp"
+#include "actors/protocol.hpp"
 
 namespace ag {
 
@@ -37,6 +38,6 @@ struct executor_setup {
 // Spawns the executor and, as lane 0, the cpu runner; then, for lanes 1.., one stream actor per
 // device (thread mode) or a publisher, a puller and one runner proxy per device (process mode).
 // Host tensors live in [plan.store_base, plan.store_base + plan.store_size).
-caf::actor spawn_executor(caf::actor_system& sys, executor_setup setup);
+executor_actor spawn_executor(caf::actor_system& sys, executor_setup setup);
 
 } // namespace ag

@@ -15,8 +15,8 @@ namespace ag {
 namespace {
 
 // Sends as the owner, whichever kind of actor it is (event-based or blocking).
-template <class... Ts>
-void send_from(caf::local_actor* owner, const caf::actor& to, Ts&&... xs) {
+template <class Handle, class... Ts>
+void send_from(caf::local_actor* owner, const Handle& to, Ts&&... xs) {
   caf::send_as(caf::actor_cast<caf::actor>(owner), to, std::forward<Ts>(xs)...);
 }
 
@@ -54,20 +54,24 @@ void lane_topology::spawn(topology_setup& setup) {
         ps.args.timeline_part = timeline_part(*setup.process, i);
       if (setup.trace)
         setup.trace->write(trace::startup_rec{i, ps.args});
-      l.runner = spawn_runner_proxy(sys, std::move(ps));
+      l.proxy = spawn_runner_proxy(sys, std::move(ps));
     } else {
-      l.runner = spawn_stream_actor(sys, me, i, dev, setup.store_base, setup.store_size,
+      l.stream = spawn_stream_actor(sys, caf::actor_cast<runner_answers_actor>(owner), i, dev, setup.store_base, setup.store_size,
                                     dev.type == device::kind::cuda, setup.timeline);
     }
-    owner->monitor(l.runner);
+    owner->monitor(l.runner());
     lanes_.push_back(std::move(l));
   }
+}
+
+caf::actor lane_topology::lane_actor::runner() const {
+  return remote ? caf::actor_cast<caf::actor>(proxy) : caf::actor_cast<caf::actor>(stream);
 }
 
 std::vector<caf::actor> lane_topology::actors() const {
   std::vector<caf::actor> all;
   for (const auto& l : lanes_)
-    all.push_back(l.runner);
+    all.push_back(l.runner());
   for (const auto* a : {&publisher_, &puller_})
     if (*a)
       all.push_back(*a);
@@ -81,7 +85,7 @@ lane_topology::down_event lane_topology::on_down(const caf::down_msg& dm) {
       return {down_kind::service, 0};
     }
   for (uint32_t l = 0; l < lanes_.size(); ++l)
-    if (lanes_[l].runner.address() == dm.source && !lanes_[l].down) {
+    if (lanes_[l].runner().address() == dm.source && !lanes_[l].down) {
       lanes_[l].down = true;
       return {down_kind::lane, l};
     }
@@ -107,16 +111,16 @@ void lane_topology::stop_lanes() {
     if (l.down)
       continue;
     if (l.remote) // sets the exit flag, waits for the child (deadline, then SIGKILL)
-      send_from(owner_, l.runner, shutdown_atom::value);
+      send_from(owner_, l.proxy, shutdown_atom::value);
     else
-      owner_->send_exit(l.runner, caf::exit_reason::user_shutdown);
+      owner_->send_exit(l.stream, caf::exit_reason::user_shutdown);
   }
 }
 
 void lane_topology::kill_lanes() {
   for (const auto& l : lanes_)
     if (!l.down)
-      owner_->send_exit(l.runner, caf::exit_reason::kill);
+      owner_->send_exit(l.runner(), caf::exit_reason::kill);
 }
 
 void lane_topology::stop_services() {

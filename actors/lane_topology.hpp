@@ -17,10 +17,12 @@
 #include <vector>
 
 #include <caf/actor.hpp>
+#include <caf/typed_actor.hpp>
 #include <caf/fwd.hpp>
 
 #include "actorgraph/device.hpp"
 #include "actors/process_setup.hpp"
+#include "actors/protocol.hpp"
 
 namespace ag {
 
@@ -57,7 +59,9 @@ public:
   std::size_t lanes() const noexcept { return lanes_.size(); }
   bool remote(uint32_t l) const { return lanes_.at(l).remote; }
   bool down(uint32_t l) const { return lanes_.at(l).down; }
-  const caf::actor& runner(uint32_t l) const { return lanes_.at(l).runner; }
+  // The runner of a lane in this process, and the proxy of a remote lane's child.
+  const stream_actor& stream(uint32_t l) const { return lanes_.at(l).stream; }
+  const runner_proxy_actor& proxy(uint32_t l) const { return lanes_.at(l).proxy; }
   const caf::actor& publisher() const noexcept { return publisher_; }
   // Every actor it spawned (to stop them should the owner end unexpectedly).
   std::vector<caf::actor> actors() const;
@@ -79,7 +83,9 @@ public:
 
 private:
   struct lane_actor {
-    caf::actor runner;
+    stream_actor stream;      // or
+    runner_proxy_actor proxy; // (remote)
+    caf::actor runner() const;
     bool remote = false;
     bool down = false;
   };

@@ -37,8 +37,10 @@
 
 #include <caf/atom.hpp>
 #include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
 
 #include "actors/errc.hpp"
+#include "graph/op.hpp"
 
 namespace ag {
 
@@ -63,6 +65,44 @@ using received_atom = caf::atom_constant<caf::atom("received")>;
 using kill_atom = caf::atom_constant<caf::atom("kill")>;
 using progress_atom = caf::atom_constant<caf::atom("progress")>;
 using unstage_atom = caf::atom_constant<caf::atom("unstage")>;
+
+// The tag of the start-up deadline message the executor sends itself.
+struct start_deadline_t {};
+constexpr start_deadline_t start_deadline{};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, start_deadline_t&) {
+  return f(caf::meta::type_name("start_deadline"));
+}
+
+// The runners' answers: what a stream actor reports to (the executor; in a child, its pusher;
+// ag-replay's own actor).
+using runner_answers_actor =
+  caf::typed_actor<caf::reacts_to<ready_atom, uint32_t>,
+                   caf::reacts_to<done_atom, uint32_t, uint64_t, uint64_t>,
+                   caf::reacts_to<failed_atom, uint32_t, uint64_t, std::string>>;
+
+// The executor (actors/executor.hpp): the user's threads, the runners and the puller, itself.
+using executor_actor = caf::typed_actor<
+  caf::reacts_to<submit_atom, op_request>, caf::reacts_to<release_atom, operand_id>,
+  caf::replies_to<fetch_atom, operand_id>::with<uint64_t>,
+  caf::replies_to<fetch_atom, operand_id, uint64_t, uint64_t>::with<uint64_t>,
+  caf::reacts_to<unstage_atom, uint64_t, uint64_t>, caf::reacts_to<sync_atom>,
+  caf::reacts_to<wait_ready_atom>,
+  caf::replies_to<stats_atom>::with<uint64_t, uint64_t, uint64_t, uint64_t>,
+  caf::replies_to<shutdown_atom>::with<std::string>,
+  caf::reacts_to<ready_atom, uint32_t>, caf::reacts_to<done_atom, uint32_t, uint64_t, uint64_t>,
+  caf::reacts_to<failed_atom, uint32_t, uint64_t, std::string>,
+  caf::reacts_to<received_atom, uint32_t, uint64_t>, caf::reacts_to<flush_atom>,
+  caf::reacts_to<expire_atom, uint64_t>, caf::reacts_to<progress_atom>,
+  caf::reacts_to<wait_ready_atom, start_deadline_t>>;
+
+// One device's runner in this process (actors/stream_actor.hpp).
+using stream_actor = caf::typed_actor<caf::reacts_to<execute_atom, batch>>;
+
+// The controller's handle on one child (actors/runner_proxy.hpp); poll is its own.
+using runner_proxy_actor = caf::typed_actor<caf::reacts_to<shutdown_atom>, caf::reacts_to<kill_atom>,
+                                            caf::reacts_to<poll_atom>>;
 
 // The lane of a failure that no lane can be blamed for (a malformed frame from a child).
 constexpr uint32_t no_lane = UINT32_MAX;

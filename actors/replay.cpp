@@ -255,7 +255,7 @@ private:
       m.batches.push_back(x.b);
       self_->send(topo_->publisher(), publish_atom::value, wire::encode(m));
     } else {
-      self_->send(topo_->runner(x.b.lane), execute_atom::value, x.b);
+      self_->send(topo_->stream(x.b.lane), execute_atom::value, x.b);
     }
   }
 
@@ -273,7 +273,7 @@ private:
       if (topo_->remote(b.lane))
         remote.batches.push_back(b);
       else
-        self_->send(topo_->runner(b.lane), execute_atom::value, b);
+        self_->send(topo_->stream(b.lane), execute_atom::value, b);
     }
     if (remote.batches.size() == m.batches.size() && !remote.batches.empty())
       self_->send(topo_->publisher(), publish_atom::value, x.body); // the recorded bytes themselves
@@ -407,7 +407,7 @@ private:
       if (topo_->remote(l))
         remote.batches.push_back(b);
       else
-        self_->send(topo_->runner(l), execute_atom::value, b);
+        self_->send(topo_->stream(l), execute_atom::value, b);
     }
     if (!remote.batches.empty())
       self_->send(topo_->publisher(), publish_atom::value, wire::encode(remote));

@@ -51,9 +51,9 @@ struct proxy_state {
   static inline const char* name = "ag.runner_proxy";
 };
 
-using proxy_actor = caf::stateful_actor<proxy_state>;
+using proxy_self = runner_proxy_actor::stateful_pointer<proxy_state>;
 
-caf::behavior running(proxy_actor* self) {
+runner_proxy_actor::behavior_type running(proxy_self self) {
   return {
     [=](poll_atom) {
       auto& st = self->state;
@@ -87,7 +87,7 @@ caf::behavior running(proxy_actor* self) {
   };
 }
 
-caf::behavior runner_proxy(proxy_actor* self, proxy_setup setup) {
+runner_proxy_actor::behavior_type runner_proxy(proxy_self self, proxy_setup setup) {
   auto& st = self->state;
   st.setup = std::move(setup);
   const auto dev = st.setup.args.where.str();
@@ -105,7 +105,7 @@ caf::behavior runner_proxy(proxy_actor* self, proxy_setup setup) {
     const std::string what = e.what();
     self->quit(make_error(errc::device_failed,
                           what.rfind(dev, 0) == 0 ? what : dev + ": " + what));
-    return {};
+    return runner_proxy_actor::behavior_type::make_empty_behavior();
   }
   self->send(self, poll_atom::value);
   return running(self);
@@ -113,7 +113,7 @@ caf::behavior runner_proxy(proxy_actor* self, proxy_setup setup) {
 
 } // namespace
 
-caf::actor spawn_runner_proxy(caf::actor_system& sys, proxy_setup setup) {
+runner_proxy_actor spawn_runner_proxy(caf::actor_system& sys, proxy_setup setup) {
   return sys.spawn<caf::detached>(runner_proxy, std::move(setup));
 }
 

@@ -15,6 +15,7 @@
 
 #include <caf/fwd.hpp>
 
+#include "actors/protocol.hpp"
 #include "ipc/wire.hpp"
 
 namespace ag {
@@ -27,6 +28,6 @@ struct proxy_setup {
   std::chrono::milliseconds stop_timeout{60000};  // for the child's exit at shutdown
 };
 
-caf::actor spawn_runner_proxy(caf::actor_system& sys, proxy_setup setup);
+runner_proxy_actor spawn_runner_proxy(caf::actor_system& sys, proxy_setup setup);
 
 } // namespace ag

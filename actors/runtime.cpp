@@ -329,7 +329,7 @@ private:
   std::optional<caf::actor_system_config> cfg_;
   std::optional<caf::actor_system> owned_;
   caf::actor_system* sys_ = nullptr;
-  caf::actor executor_; // set once, before any other thread can see this runtime
+  executor_actor executor_; // set once, before any other thread can see this runtime
   std::shared_ptr<flow_control> flow_;
   std::size_t store_size_ = 0;
   std::atomic<bool> stopped_{false};

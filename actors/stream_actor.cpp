@@ -30,7 +30,7 @@ constexpr uint64_t max_unconfirmed_ops = 4096;
 constexpr uint64_t store_share = 8;
 
 struct stream_state {
-  caf::actor executor;
+  runner_answers_actor executor;
   uint32_t lane = 0;
   device dev;
   std::unique_ptr<kernel_stream> stream;
@@ -52,7 +52,7 @@ struct stream_state {
   static inline const char* name = "ag.stream";
 };
 
-using stream_actor_type = caf::stateful_actor<stream_state>;
+using stream_self = stream_actor::stateful_pointer<stream_state>;
 
 // When each no-hold operand of a batch can go: (id, 1 + the index of the last operator that uses
 // it, or 0 when none does), in that order. Releasing each as soon as its last user has run, not
@@ -85,7 +85,7 @@ std::vector<std::pair<operand_id, std::size_t>> release_points(const batch& b) {
 // then acknowledges each; with `always`, synchronizes even when count is 0. An asynchronous
 // failure is reported against the last operator launched so far (which one failed, the stream
 // does not say).
-void acknowledge(stream_actor_type* self, std::size_t count, bool always = false) {
+void acknowledge(stream_self self, std::size_t count, bool always = false) {
   auto& st = self->state;
   if (count == 0 && !always)
     return;
@@ -111,10 +111,10 @@ void acknowledge(stream_actor_type* self, std::size_t count, bool always = false
   st.host_bytes_unconfirmed = 0;
 }
 
-caf::behavior stream_actor(stream_actor_type* self, caf::actor executor,
-                           uint32_t lane, device dev, std::byte* store_base,
-                           std::size_t store_size, bool pin_store,
-                           std::shared_ptr<ag::timeline> tl) {
+stream_actor::behavior_type stream_behavior(stream_self self, runner_answers_actor executor,
+                                            uint32_t lane, device dev, std::byte* store_base,
+                                            std::size_t store_size, bool pin_store,
+                                            std::shared_ptr<ag::timeline> tl) {
   auto& st = self->state;
   st.executor = std::move(executor);
   st.lane = lane;
@@ -131,7 +131,7 @@ caf::behavior stream_actor(stream_actor_type* self, caf::actor executor,
     st.runner = std::make_unique<naive_runner>(*st.stream, store_base, store_size);
   } catch (const std::exception& e) {
     self->quit(make_error(errc::device_failed, dev.str() + ": cannot start: " + e.what()));
-    return {};
+    return stream_actor::behavior_type::make_empty_behavior();
   }
   self->send(st.executor, ready_atom::value, lane);
   return {
@@ -196,10 +196,11 @@ caf::behavior stream_actor(stream_actor_type* self, caf::actor executor,
 
 } // namespace
 
-caf::actor spawn_stream_actor(caf::actor_system& sys, caf::actor report_to, uint32_t lane,
-                              device dev, std::byte* store_base, std::size_t store_size,
-                              bool pin_store, std::shared_ptr<ag::timeline> timeline) {
-  return sys.spawn<caf::detached>(stream_actor, std::move(report_to), lane, dev, store_base,
+stream_actor spawn_stream_actor(caf::actor_system& sys, runner_answers_actor report_to,
+                                uint32_t lane, device dev, std::byte* store_base,
+                                std::size_t store_size, bool pin_store,
+                                std::shared_ptr<ag::timeline> timeline) {
+  return sys.spawn<caf::detached>(stream_behavior, std::move(report_to), lane, dev, store_base,
                                   store_size, pin_store, std::move(timeline));
 }
 

@@ -23,6 +23,7 @@
 #include <caf/fwd.hpp>
 
 #include "actorgraph/device.hpp"
+#include "actors/protocol.hpp"
 
 namespace ag {
 
@@ -34,8 +35,9 @@ class timeline;
 // pinned-memory speed (each 64 MiB chunk is pinned when a copy first touches it). With a timeline, each batch and each operator in it is a
 // span on the track (this process, lane); on CUDA an operator's span is its launch, and the
 // synchronize before an acknowledgement is a span of its own.
-caf::actor spawn_stream_actor(caf::actor_system& sys, caf::actor report_to, uint32_t lane,
-                              device dev, std::byte* store_base, std::size_t store_size,
-                              bool pin_store, std::shared_ptr<ag::timeline> timeline = nullptr);
+stream_actor spawn_stream_actor(caf::actor_system& sys, runner_answers_actor report_to,
+                                uint32_t lane, device dev, std::byte* store_base,
+                                std::size_t store_size, bool pin_store,
+                                std::shared_ptr<ag::timeline> timeline = nullptr);
 
 } // namespace ag

@@ -75,9 +75,9 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
     auto ctx = std::make_shared<zmq::context_t>(1);
     caf::scoped_actor self{sys};
     auto pusher = ag::spawn_pusher(sys, ctx, args.pull_endpoint, args.lane, args.where);
-    auto stream = ag::spawn_stream_actor(sys, pusher, args.lane, args.where, store.base(),
-                                         store.size(),
-                                         args.where.type == ag::device::kind::cuda, timeline);
+    auto stream = caf::actor_cast<caf::actor>(ag::spawn_stream_actor(
+      sys, caf::actor_cast<ag::runner_answers_actor>(pusher), args.lane, args.where, store.base(),
+      store.size(), args.where.type == ag::device::kind::cuda, timeline));
     self->monitor(stream);
     auto subscriber = ag::spawn_subscriber(sys, ctx, args.pub_endpoint, args.lane, stream, pusher,
                                            caf::actor_cast<caf::actor>(self));
