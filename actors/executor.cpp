@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -171,66 +172,123 @@ void start(executor_self self, executor_setup& setup) {
     self->delayed_send(self, setup.start_timeout, wait_ready_atom::value, start_deadline);
 }
 
-executor_actor::behavior_type executor_fun(executor_self self, executor_setup setup) {
-  start(self, setup);
+// What both states answer alike: the user's reads, syncs and start-up waits (which the planner
+// answers with an error once it is stopping), stats, and the runners' answers.
+caf::result<uint64_t> fetch(executor_self self, operand_id id) {
+  self->state.plan->fetch(self->state.wait_for(self, true), id);
+  return caf::delegated<uint64_t>{};
+}
+
+caf::result<uint64_t> fetch_piece(executor_self self, operand_id id, uint64_t first,
+                                  uint64_t count) {
+  self->state.plan->fetch_piece(self->state.wait_for(self, true), id, first, count);
+  return caf::delegated<uint64_t>{};
+}
+
+caf::result<void> sync(executor_self self) {
+  self->state.plan->sync(self->state.wait_for(self, false));
+  return caf::delegated<void>{};
+}
+
+caf::result<void> wait_ready(executor_self self) {
+  self->state.plan->wait_ready(self->state.wait_for(self, false));
+  return caf::delegated<void>{};
+}
+
+std::tuple<uint64_t, uint64_t, uint64_t, uint64_t> stats(executor_self self) {
+  const auto s = self->state.plan->stats();
+  return {s.store_live, s.device_live, s.batches, s.operators};
+}
+
+void done(executor_self self, uint32_t l, uint64_t ops_done, uint64_t live) {
+  store_fence::acquire(); // what the runner did with its store ranges, before they are reused
+  self->state.plan->done(l, ops_done, live);
+}
+
+void failed(executor_self self, uint32_t l, uint64_t index, const std::string& what) {
+  store_fence::acquire();
+  self->state.plan->failed(l, index, what);
+}
+
+executor_actor::behavior_type stopping(executor_self self);
+
+// starting and running (the planner tells them apart: a wait for start-up is answered once every
+// runner is ready; operators submitted meanwhile are queued).
+executor_actor::behavior_type running(executor_self self, std::chrono::milliseconds start_timeout) {
   auto& plan = *self->state.plan;
-  const auto start_timeout = setup.start_timeout;
   return {
-    [=, &plan](submit_atom, op_request& req) { plan.submit(req); },
-    [=, &plan](release_atom, operand_id id) {
+    [&plan](submit_atom, op_request& req) { plan.submit(req); },
+    [&plan](release_atom, operand_id id) {
       store_fence::acquire(); // a user's thread's last reads of the range
       plan.release(id);
     },
-    [=, &plan](fetch_atom, operand_id id) -> caf::result<uint64_t> {
-      plan.fetch(self->state.wait_for(self, true), id);
-      return caf::delegated<uint64_t>{};
+    [=](fetch_atom, operand_id id) { return fetch(self, id); },
+    [=](fetch_atom, operand_id id, uint64_t first, uint64_t count) {
+      return fetch_piece(self, id, first, count);
     },
-    [=, &plan](fetch_atom, operand_id id, uint64_t first, uint64_t count) -> caf::result<uint64_t> {
-      plan.fetch_piece(self->state.wait_for(self, true), id, first, count);
-      return caf::delegated<uint64_t>{};
-    },
-    [=, &plan](unstage_atom, uint64_t offset, uint64_t bytes) {
+    [&plan](unstage_atom, uint64_t offset, uint64_t bytes) {
       store_fence::acquire();
       plan.unstage(offset, bytes);
     },
-    [=, &plan](sync_atom) -> caf::result<void> {
-      plan.sync(self->state.wait_for(self, false));
-      return caf::delegated<void>{};
-    },
-    [=, &plan](wait_ready_atom) -> caf::result<void> {
-      plan.wait_ready(self->state.wait_for(self, false));
-      return caf::delegated<void>{};
-    },
-    [=, &plan](flush_atom) { plan.flush(); },
-    [=, &plan](expire_atom, uint64_t wait) { plan.expire(wait); },
-    [=, &plan](progress_atom) { plan.check_progress(); },
+    [=](sync_atom) { return sync(self); },
+    [=](wait_ready_atom) { return wait_ready(self); },
+    [&plan](flush_atom) { plan.flush(); },
+    [&plan](expire_atom, uint64_t wait) { plan.expire(wait); },
+    [&plan](progress_atom) { plan.check_progress(); },
     [=, &plan](wait_ready_atom, start_deadline_t) { plan.start_deadline(start_timeout); },
     [=, &plan](ready_atom, uint32_t l) {
       if (plan.ready(l))
         self->state.lanes->started();
     },
-    [=, &plan](done_atom, uint32_t l, uint64_t done, uint64_t live) {
-      store_fence::acquire(); // what the runner did with its store ranges, before they are reused
-      plan.done(l, done, live);
-    },
-    [=, &plan](failed_atom, uint32_t l, uint64_t index, std::string& what) {
-      store_fence::acquire();
-      plan.failed(l, index, what);
-    },
-    [=, &plan](received_atom, uint32_t l, uint64_t count) { plan.received(l, count); },
-    [=, &plan](stats_atom) {
-      const auto s = plan.stats();
-      return std::make_tuple(s.store_live, s.device_live, s.batches, s.operators);
-    },
+    [=](done_atom, uint32_t l, uint64_t ops_done, uint64_t live) { done(self, l, ops_done, live); },
+    [=](failed_atom, uint32_t l, uint64_t index, std::string& what) { failed(self, l, index, what); },
+    [&plan](received_atom, uint32_t l, uint64_t count) { plan.received(l, count); },
+    [=](stats_atom) { return stats(self); },
     [=, &plan](shutdown_atom) -> caf::result<std::string> {
       auto& st = self->state;
       st.shutdown_waiter = self->make_response_promise();
       plan.stop();
       st.lanes->stop_lanes();
+      self->become(stopping(self));
       maybe_finish_shutdown(self);
       return caf::delegated<std::string>{};
     },
   };
+}
+
+// stopping: every runner was told to stop; it quits once every lane and then each socket actor
+// is down (on_down). Waits are answered with errors; what is submitted now runs nowhere; the
+// runners' last answers are still taken (the trace records them).
+executor_actor::behavior_type stopping(executor_self self) {
+  auto& plan = *self->state.plan;
+  return {
+    [](submit_atom, op_request&) {},
+    [](release_atom, operand_id) {},
+    [=](fetch_atom, operand_id id) { return fetch(self, id); },
+    [=](fetch_atom, operand_id id, uint64_t first, uint64_t count) {
+      return fetch_piece(self, id, first, count);
+    },
+    [](unstage_atom, uint64_t, uint64_t) {},
+    [=](sync_atom) { return sync(self); },
+    [=](wait_ready_atom) { return wait_ready(self); },
+    [](flush_atom) {},
+    [](expire_atom, uint64_t) {},
+    [](progress_atom) {},
+    [](wait_ready_atom, start_deadline_t) {},
+    [&plan](ready_atom, uint32_t l) { plan.ready(l); },
+    [=](done_atom, uint32_t l, uint64_t ops_done, uint64_t live) { done(self, l, ops_done, live); },
+    [=](failed_atom, uint32_t l, uint64_t index, std::string& what) { failed(self, l, index, what); },
+    [&plan](received_atom, uint32_t l, uint64_t count) { plan.received(l, count); },
+    [=](stats_atom) { return stats(self); },
+    [](shutdown_atom) -> caf::result<std::string> {
+      return make_error(errc::bad_request, "shutdown: the executor is stopping already");
+    },
+  };
+}
+
+executor_actor::behavior_type executor_fun(executor_self self, executor_setup setup) {
+  start(self, setup);
+  return running(self, setup.start_timeout);
 }
 
 } // namespace

@@ -5,10 +5,13 @@
 // message sent to itself marks the end of the drain; no timer). Runners are monitored: a runner
 // that stops fails the work with an error naming its device, never a hang.
 //
-//   starting --every runner ready--> running --shutdown--> stopping --every runner down--> stopped
-//       |                               |
-//       +--a runner down: start-up      +--a runner down or an op failed: failed (every pending
-//          fails, naming the device        and later wait answers with the first error)
+//   running --shutdown--> stopping --every runner down, then the publisher and puller--> stopped
+//   (start-up: until every runner is ready, operators are queued and a wait for start-up waits;
+//   a runner down before it is ready fails start-up, naming the device)
+//
+// running and stopping are two behaviors (become); within running, start-up and failures are the
+// planner's: a runner down or an operator failed fails what depended on it, and the next sync
+// reports the first failure. Stopping answers every wait with an error and runs nothing new.
 #pragma once
 
 #include <chrono>
