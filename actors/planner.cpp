@@ -126,7 +126,9 @@ void planner::sync(uint64_t wait) {
 }
 
 void planner::wait_ready(uint64_t wait) {
-  if (!startup_failure_.empty())
+  if (stopping_)
+    out_.answer(wait, destroyed("start-up"));
+  else if (!startup_failure_.empty())
     out_.answer(wait, wait_answer::fail(errc::device_failed, startup_failure_));
   else if (all_ready())
     out_.answer(wait, wait_answer::ok());

@@ -203,6 +203,9 @@ void planner::answer_all_waits() {
   for (auto& s : syncs_)
     out_.answer(s.wait, destroyed("sync"));
   syncs_.clear();
+  for (uint64_t w : ready_waits_)
+    out_.answer(w, destroyed("start-up"));
+  ready_waits_.clear();
 }
 
 // -- deadlines ------------------------------------------------------------------------------------

@@ -1,0 +1,1067 @@
+// The planner (actors/planner.hpp) driven directly, as the executor drives it: requests and
+// acknowledgements in, and what it asks of its outbox (batches, broadcasts, kills, answers,
+// deadlines) checked against a real store buffer. No actors, no runners, no clocks waited on.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/flow_control.hpp"
+#include "actors/planner.hpp"
+#include "ipc/wire.hpp"
+
+using namespace std::chrono_literals;
+using Catch::Contains;
+using Catch::StartsWith;
+
+namespace {
+
+constexpr uint32_t cpu = 0;
+constexpr uint32_t sim0 = 1;
+constexpr uint32_t sim1 = 2;
+constexpr uint64_t no_offset = ag::operand_ref::no_offset;
+
+// Stores everything the planner asks for, in order.
+struct recording_outbox final : ag::planner_outbox {
+  std::map<uint32_t, std::vector<ag::batch>> runs; // by lane
+  std::vector<ag::wire::execute_msg> broadcasts;
+  std::vector<uint32_t> kills;
+  std::map<uint64_t, std::vector<ag::wait_answer>> answers; // by wait id: each is answered once
+  std::vector<uint64_t> answered;                           // wait ids, in answer order
+  std::map<uint64_t, std::chrono::milliseconds> expiring;   // wait id -> after
+  uint64_t last_expiring = 0;
+  uint64_t flush_requests = 0;
+  bool flush_pending = false;
+  std::vector<std::chrono::milliseconds> progress_checks;
+
+  void run(uint32_t lane, ag::batch b) override { runs[lane].push_back(std::move(b)); }
+  void broadcast(ag::wire::execute_msg m) override { broadcasts.push_back(std::move(m)); }
+  void kill(uint32_t lane) override { kills.push_back(lane); }
+  void answer(uint64_t wait, ag::wait_answer a) override {
+    answers[wait].push_back(std::move(a));
+    answered.push_back(wait);
+  }
+  void flush_soon() override {
+    ++flush_requests;
+    flush_pending = true;
+  }
+  void expire_after(uint64_t wait, std::chrono::milliseconds after) override {
+    expiring[wait] = after;
+    last_expiring = wait;
+  }
+  void check_progress_after(std::chrono::milliseconds after) override {
+    progress_checks.push_back(after);
+  }
+
+  std::size_t batches(uint32_t lane) const {
+    auto it = runs.find(lane);
+    return it == runs.end() ? 0 : it->second.size();
+  }
+  bool was_answered(uint64_t wait) const { return answers.count(wait) > 0; }
+  // The one answer of `wait`.
+  const ag::wait_answer& answer_of(uint64_t wait) const {
+    auto it = answers.find(wait);
+    REQUIRE(it != answers.end());
+    REQUIRE(it->second.size() == 1);
+    return it->second.front();
+  }
+};
+
+ag::planner_setup setup_of(std::size_t store_bytes = 64 << 10, bool process = false) {
+  ag::planner_setup s;
+  s.devices = {ag::device::cpu(), ag::device::sim(0), ag::device::sim(1)};
+  s.process = process;
+  s.store_size = store_bytes;
+  s.wait_timeout = 500ms;
+  return s;
+}
+
+ag::planner_setup on_store(std::vector<std::byte>& store, ag::planner_setup s) {
+  s.store_base = store.data();
+  return s;
+}
+
+// A planner over a real store, and the outbox it talks to.
+struct rig {
+  explicit rig(ag::planner_setup s = setup_of())
+    : store(s.store_size), plan(on_store(store, std::move(s)), out) {}
+
+  void submit(ag::op_request req) { plan.submit(req); }
+
+  // What the executor does at the end of a mailbox drain.
+  void drain() {
+    while (out.flush_pending) {
+      out.flush_pending = false;
+      plan.flush();
+    }
+  }
+
+  uint64_t sync() {
+    const uint64_t w = plan.new_wait();
+    plan.sync(w);
+    return w;
+  }
+
+  uint64_t fetch(ag::operand_id id) {
+    const uint64_t w = plan.new_wait();
+    plan.fetch(w, id);
+    return w;
+  }
+
+  std::vector<float> floats_at(uint64_t offset, std::size_t n) const {
+    REQUIRE(offset + n * sizeof(float) <= store.size());
+    std::vector<float> v(n);
+    std::memcpy(v.data(), store.data() + offset, n * sizeof(float));
+    return v;
+  }
+
+  const ag::batch& last_batch(uint32_t lane) {
+    REQUIRE(out.batches(lane) > 0);
+    return out.runs[lane].back();
+  }
+
+  std::vector<std::byte> store;
+  recording_outbox out;
+  ag::planner plan;
+};
+
+ag::device dev(uint32_t lane) {
+  return lane == cpu ? ag::device::cpu() : ag::device::sim(static_cast<int32_t>(lane) - 1);
+}
+
+ag::op_request upload(uint32_t lane, ag::operand_id out, std::vector<float> data) {
+  ag::op_request r;
+  r.kind = ag::op_kind::upload;
+  r.where = dev(lane);
+  r.out = out;
+  r.count = data.size();
+  r.data = std::move(data);
+  return r;
+}
+
+ag::op_request move_to(uint32_t lane, ag::operand_id out, ag::operand_id a, uint64_t count) {
+  ag::op_request r;
+  r.kind = ag::op_kind::copy;
+  r.where = dev(lane);
+  r.out = out;
+  r.a = a;
+  r.count = count;
+  return r;
+}
+
+ag::op_request compute(ag::op_kind kind, uint32_t lane, ag::operand_id out, ag::operand_id a,
+                       ag::operand_id b, uint64_t count) {
+  ag::op_request r;
+  r.kind = kind;
+  r.where = dev(lane);
+  r.out = out;
+  r.a = a;
+  r.b = b;
+  r.count = count;
+  return r;
+}
+
+std::vector<float> filled(std::size_t n, float x) { return std::vector<float>(n, x); }
+
+} // namespace
+
+// -- placement ------------------------------------------------------------------------------------
+
+TEST_CASE("an upload to the cpu lane is copied into the store and read at its offset at once",
+          "[planner]") {
+  rig r;
+  r.submit(upload(cpu, 1, {1, 2, 3, 4}));
+  CHECK(r.out.flush_requests == 1);
+  r.drain();
+  CHECK(r.out.runs.empty()); // nothing for a runner to do
+  const auto* t = r.plan.tensor(1);
+  REQUIRE(t != nullptr);
+  CHECK(t->lane == cpu);
+  CHECK(t->offset == 0);
+  CHECK(t->bytes == 16);
+  CHECK(t->writer.index == 0);
+  CHECK(r.plan.store().live_bytes() == ag::store_allocator::alignment);
+  CHECK(r.floats_at(0, 4) == std::vector<float>{1, 2, 3, 4});
+
+  const auto w = r.fetch(1);
+  const auto& a = r.out.answer_of(w);
+  CHECK_FALSE(a.code);
+  CHECK(a.offset == 0);
+  CHECK(r.out.expiring.count(w) == 0); // answered at once: no deadline
+}
+
+TEST_CASE("an upload to a device lane is a copy from a store range, freed once acknowledged",
+          "[planner]") {
+  rig r;
+  r.submit(upload(cpu, 1, {9}));
+  r.submit(upload(sim0, 2, {5, 6, 7}));
+  r.drain();
+  REQUIRE(r.out.batches(sim0) == 1);
+  CHECK(r.out.batches(cpu) == 0);
+  const auto& b = r.last_batch(sim0);
+  CHECK(b.lane == sim0);
+  CHECK(b.ops_before == 0);
+  CHECK(b.no_hold.empty());
+  REQUIRE(b.ops.size() == 1);
+  const auto& op = b.ops[0];
+  CHECK(op.kind == ag::op_kind::copy);
+  CHECK(op.out.id == 2);
+  CHECK(op.out.offset == no_offset);
+  CHECK(op.a.id == 0);
+  CHECK(op.a.offset == 256);
+  CHECK(op.count == 3);
+  CHECK(r.floats_at(op.a.offset, 3) == std::vector<float>{5, 6, 7});
+  CHECK(r.plan.tensor(2)->lane == sim0);
+  CHECK(r.plan.tensor(2)->offset == no_offset);
+  CHECK(r.plan.pending_frees() == 1);
+  CHECK(r.plan.store().live_bytes() == 512);
+
+  // A device tensor is not read through fetch.
+  const auto wrong = r.fetch(2);
+  CHECK(r.out.answer_of(wrong).code == ag::errc::bad_request);
+  CHECK_THAT(r.out.answer_of(wrong).what, Contains("operand #2 is not a cpu tensor"));
+
+  r.plan.done(sim0, 1, 12);
+  CHECK(r.plan.pending_frees() == 0);
+  CHECK(r.plan.store().live_bytes() == 256); // the cpu tensor's range only
+  CHECK(r.plan.stats().device_live == 12);
+  CHECK(r.plan.stats().batches == 1);
+  CHECK(r.plan.stats().operators == 1);
+}
+
+TEST_CASE("a compute operator runs on its device lane, naming its operands by id", "[planner]") {
+  rig r;
+  r.submit(upload(sim0, 1, {1, 2}));
+  r.submit(upload(sim0, 2, {3, 4}));
+  r.submit(compute(ag::op_kind::add, sim0, 3, 1, 2, 2));
+  r.drain();
+  REQUIRE(r.out.batches(sim0) == 1); // one mailbox drain, one batch
+  const auto& b = r.last_batch(sim0);
+  REQUIRE(b.ops.size() == 3);
+  CHECK(b.ops[0].kind == ag::op_kind::copy);
+  CHECK(b.ops[1].kind == ag::op_kind::copy);
+  const auto& add = b.ops[2];
+  CHECK(add.kind == ag::op_kind::add);
+  CHECK(add.out.id == 3);
+  CHECK(add.out.offset == no_offset);
+  CHECK(add.a.id == 1);
+  CHECK(add.a.offset == no_offset);
+  CHECK(add.b.id == 2);
+  CHECK(add.b.offset == no_offset);
+  CHECK(add.count == 2);
+  const auto* t = r.plan.tensor(3);
+  REQUIRE(t != nullptr);
+  CHECK(t->lane == sim0);
+  CHECK(t->writer.lane == sim0);
+  CHECK(t->writer.index == 3);
+  CHECK(r.plan.store().live_bytes() == 512); // the two stagings; the result is device memory
+  CHECK(r.plan.lane(sim1).issued == 0);
+}
+
+TEST_CASE("a read of a cpu tensor is answered only once the lane that writes it acknowledged",
+          "[planner]") {
+  rig r;
+  r.submit(upload(cpu, 1, {-1, 2, -3}));
+  r.submit(compute(ag::op_kind::relu, cpu, 2, 1, 0, 3));
+  r.drain();
+  REQUIRE(r.out.batches(cpu) == 1);
+  const auto& op = r.last_batch(cpu).ops.at(0);
+  CHECK(op.kind == ag::op_kind::relu);
+  CHECK(op.out.id == 2);
+  CHECK(op.out.offset == 256);
+  CHECK(op.a.id == 1);
+  CHECK(op.a.offset == 0);
+  CHECK(r.plan.tensor(2)->writer.lane == cpu);
+  CHECK(r.plan.tensor(2)->writer.index == 1);
+
+  const auto w = r.fetch(2);
+  CHECK_FALSE(r.out.was_answered(w));
+  CHECK(r.out.expiring.at(w) == 500ms);
+  r.plan.done(cpu, 1, 0);
+  const auto& a = r.out.answer_of(w);
+  CHECK_FALSE(a.code);
+  CHECK(a.offset == 256);
+}
+
+TEST_CASE("a piece of a device tensor is copied to a staging range the reader gives back",
+          "[planner]") {
+  rig r;
+  r.submit(upload(sim0, 1, filled(100, 1.0f)));
+  r.drain();
+  r.plan.done(sim0, 1, 400);
+  REQUIRE(r.plan.store().live_bytes() == 0);
+  const auto w = r.plan.new_wait();
+  r.plan.fetch_piece(w, 1, 10, 20);
+  r.drain();
+  REQUIRE(r.out.batches(sim0) == 2);
+  const auto& op = r.last_batch(sim0).ops.at(0);
+  CHECK(op.kind == ag::op_kind::copy);
+  CHECK(op.out.id == 0);
+  CHECK(op.out.offset == 0);
+  CHECK(op.a.id == 1);
+  CHECK(op.count == 20);
+  CHECK(op.m == 10);  // the first element
+  CHECK(op.n == 100); // of a 100-element operand
+  CHECK_FALSE(r.out.was_answered(w));
+  r.plan.done(sim0, 2, 400);
+  CHECK(r.out.answer_of(w).offset == 0);
+  CHECK(r.plan.store().live_bytes() == 256);
+  r.plan.unstage(0, 80);
+  CHECK(r.plan.store().live_bytes() == 0);
+}
+
+TEST_CASE("an upload larger than half the store goes to its device in pieces as room frees",
+          "[planner]") {
+  rig r{setup_of(768)}; // three ranges of 256 bytes; pieces of 192 bytes (48 floats)
+  std::vector<float> data(120);
+  for (std::size_t i = 0; i < data.size(); ++i)
+    data[i] = static_cast<float>(i);
+  r.submit(upload(sim0, 1, data));
+  r.drain();
+  REQUIRE(r.out.batches(sim0) == 1);
+  {
+    const auto& ops = r.last_batch(sim0).ops;
+    REQUIRE(ops.size() == 3); // 48 + 48 + 24: all three fit
+    for (std::size_t i = 0; i < 3; ++i) {
+      CHECK(ops[i].kind == ag::op_kind::copy);
+      CHECK(ops[i].out.id == 1);
+      CHECK(ops[i].m == 48 * i);
+      CHECK(ops[i].n == 120);
+      CHECK(ops[i].count == (i < 2 ? 48 : 24));
+      CHECK(r.floats_at(ops[i].a.offset, 1).at(0) == static_cast<float>(48 * i));
+    }
+  }
+  CHECK(r.plan.held() == 0);
+
+  // The next one waits for room: its first piece needs a range of the full store.
+  r.submit(upload(sim1, 2, data));
+  CHECK(r.plan.held() == 1);
+  r.drain();
+  CHECK(r.out.batches(sim1) == 0);
+  r.plan.done(sim0, 3, 480);
+  CHECK(r.plan.held() == 0);
+  r.drain();
+  REQUIRE(r.out.batches(sim1) == 1);
+  CHECK(r.last_batch(sim1).ops.size() == 3);
+  CHECK(r.plan.tensor(2)->failure.empty());
+}
+
+// -- moves between lanes --------------------------------------------------------------------------
+
+TEST_CASE("a move between device lanes goes through a store range the destination reads once the "
+          "source acknowledged",
+          "[planner]") {
+  rig r;
+  r.submit(upload(sim0, 1, {1, 2, 3, 4}));
+  r.drain();
+  r.submit(move_to(sim1, 2, 1, 4));
+  r.drain();
+  REQUIRE(r.out.batches(sim0) == 2);
+  CHECK(r.out.batches(sim1) == 0); // held back: the source has not written the range
+  const auto& out = r.last_batch(sim0);
+  CHECK(out.ops_before == 1);
+  REQUIRE(out.ops.size() == 1);
+  CHECK(out.ops[0].kind == ag::op_kind::copy);
+  CHECK(out.ops[0].out.id == 0);
+  CHECK(out.ops[0].out.offset == 256);
+  CHECK(out.ops[0].a.id == 1);
+  CHECK(out.ops[0].a.offset == no_offset);
+  CHECK(out.ops[0].count == 4);
+  CHECK(r.plan.tensor(2)->lane == sim1);
+  CHECK(r.plan.pending_frees() == 2);
+  CHECK(r.plan.store().live_bytes() == 512);
+
+  r.plan.done(sim0, 1, 16); // the upload's batch: its staging is free, the move's is not
+  CHECK(r.out.batches(sim1) == 0);
+  CHECK(r.plan.pending_frees() == 1);
+  CHECK(r.plan.store().live_bytes() == 256);
+
+  r.plan.done(sim0, 2, 16);
+  REQUIRE(r.out.batches(sim1) == 1);
+  const auto& in = r.last_batch(sim1);
+  CHECK(in.ops_before == 0);
+  REQUIRE(in.ops.size() == 1);
+  CHECK(in.ops[0].kind == ag::op_kind::copy);
+  CHECK(in.ops[0].out.id == 2);
+  CHECK(in.ops[0].out.offset == no_offset);
+  CHECK(in.ops[0].a.id == 0);
+  CHECK(in.ops[0].a.offset == 256);
+  CHECK(in.ops[0].count == 4);
+  // The destination still reads the range.
+  CHECK(r.plan.pending_frees() == 1);
+  CHECK(r.plan.store().live_bytes() == 256);
+
+  r.plan.done(sim1, 1, 16);
+  CHECK(r.plan.pending_frees() == 0);
+  CHECK(r.plan.store().live_bytes() == 0);
+  CHECK(r.plan.stats().device_live == 32);
+}
+
+TEST_CASE("a move from a device to the cpu lane is a store range read once the device "
+          "acknowledged, and a move onward waits for it",
+          "[planner]") {
+  rig r;
+  r.submit(upload(sim0, 1, {1, 2, 3, 4}));
+  r.drain();
+  r.submit(move_to(cpu, 2, 1, 4));
+  r.drain();
+  REQUIRE(r.out.batches(sim0) == 2);
+  const auto& out = r.last_batch(sim0).ops.at(0);
+  CHECK(out.kind == ag::op_kind::copy);
+  CHECK(out.out.id == 2); // the range is the cpu tensor itself
+  CHECK(out.out.offset == 256);
+  CHECK(out.a.id == 1);
+  const auto* t = r.plan.tensor(2);
+  REQUIRE(t != nullptr);
+  CHECK(t->lane == cpu);
+  CHECK(t->offset == 256);
+  CHECK(t->writer.lane == sim0);
+  CHECK(t->writer.index == 2);
+  CHECK(r.plan.pending_frees() == 1); // the upload's staging; the cpu tensor stays
+
+  const auto w = r.fetch(2);
+  r.submit(move_to(sim1, 3, 2, 4)); // cpu -> device, from a range sim:0 has yet to write
+  r.drain();
+  CHECK(r.out.batches(sim1) == 0);
+  r.plan.done(sim0, 1, 16);
+  CHECK_FALSE(r.out.was_answered(w));
+  CHECK(r.out.batches(sim1) == 0);
+
+  r.plan.done(sim0, 2, 16);
+  CHECK(r.out.answer_of(w).offset == 256);
+  REQUIRE(r.out.batches(sim1) == 1);
+  const auto& in = r.last_batch(sim1).ops.at(0);
+  CHECK(in.kind == ag::op_kind::copy);
+  CHECK(in.out.id == 3);
+  CHECK(in.out.offset == no_offset);
+  CHECK(in.a.id == 2);
+  CHECK(in.a.offset == 256);
+  CHECK(r.plan.pending_frees() == 0);
+  CHECK(r.plan.store().live_bytes() == 256);
+}
+
+TEST_CASE("a move of an uploaded cpu tensor to a device waits for nothing", "[planner]") {
+  rig r;
+  r.submit(upload(cpu, 1, {7, 8}));
+  r.submit(move_to(sim1, 2, 1, 2));
+  r.drain();
+  REQUIRE(r.out.batches(sim1) == 1);
+  const auto& op = r.last_batch(sim1).ops.at(0);
+  CHECK(op.kind == ag::op_kind::copy);
+  CHECK(op.out.id == 2);
+  CHECK(op.a.id == 1);
+  CHECK(op.a.offset == 0);
+  CHECK(op.count == 2);
+  CHECK(r.plan.pending_frees() == 0); // the range is the cpu tensor's own
+  CHECK(r.plan.lane(sim1).queue.empty());
+}
+
+// -- failures -------------------------------------------------------------------------------------
+
+TEST_CASE("a failed lane taints what it holds and what other lanes wait to receive from it, and "
+          "nothing else",
+          "[planner]") {
+  rig r;
+  r.submit(upload(sim0, 1, {1, 2}));                       // sim:0 #1
+  r.submit(upload(sim1, 2, {3, 4}));                       // sim:1 #1
+  r.submit(compute(ag::op_kind::relu, sim1, 3, 2, 0, 2));  // sim:1 #2
+  r.drain();
+  r.plan.done(sim0, 1, 8);
+  r.plan.done(sim1, 2, 16);
+  r.submit(compute(ag::op_kind::relu, sim0, 4, 1, 0, 2));  // sim:0 #2
+  r.submit(compute(ag::op_kind::add, sim1, 6, 2, 3, 2));   // sim:1 #3
+  r.submit(move_to(sim1, 5, 4, 2));                        // sim:0 #3 out, sim:1 #4 in
+  r.submit(move_to(cpu, 8, 1, 2));                         // sim:0 #4
+  r.drain();
+  REQUIRE(r.out.batches(sim0) == 2);
+  REQUIRE(r.out.batches(sim1) == 2);
+  CHECK(r.last_batch(sim1).ops.size() == 1); // the add; the copy in waits for sim:0
+  const auto w8 = r.fetch(8);
+  CHECK_FALSE(r.out.was_answered(w8));
+
+  r.plan.failed(sim0, 2, "relu: bad launch");
+  const std::string why = "sim:0: relu: bad launch";
+  CHECK(r.plan.lane(sim0).failed == why);
+  CHECK(r.out.kills.empty()); // a lane of this process has no child
+  for (ag::operand_id id : {1, 4, 5, 8}) {
+    INFO("operand #" << id);
+    CHECK(r.plan.tensor(id)->failure == why);
+  }
+  for (ag::operand_id id : {2, 3, 6}) {
+    INFO("operand #" << id);
+    CHECK(r.plan.tensor(id)->failure.empty());
+  }
+  CHECK(r.out.answer_of(w8).code == ag::errc::device_failed);
+  CHECK(r.out.answer_of(w8).what == why);
+
+  // sim:1 still runs its copy in, as a NaN fill, so that its operands stay whole.
+  REQUIRE(r.out.batches(sim1) == 3);
+  const auto& stand_in = r.last_batch(sim1);
+  CHECK(stand_in.ops_before == 3);
+  REQUIRE(stand_in.ops.size() == 1);
+  CHECK(stand_in.ops[0].kind == ag::op_kind::fill);
+  CHECK(std::isnan(stand_in.ops[0].scalar));
+  CHECK(stand_in.ops[0].out.id == 5);
+  CHECK(stand_in.ops[0].a.id == 0);
+  CHECK(stand_in.ops[0].count == 2);
+  CHECK(r.out.batches(sim0) == 2); // nothing more for the failed lane
+  CHECK(r.plan.pending_frees() == 1); // the move's range: sim:1 has not run its fill yet
+
+  // An independent tensor of sim:1 is still read.
+  r.submit(move_to(cpu, 7, 6, 2));
+  r.drain();
+  REQUIRE(r.out.batches(sim1) == 4);
+  const uint64_t at = r.last_batch(sim1).ops.at(0).out.offset;
+  r.plan.done(sim1, 3, 24);
+  r.plan.done(sim1, 4, 24);
+  CHECK(r.plan.pending_frees() == 0);
+  r.plan.done(sim1, 5, 24);
+  const auto w7 = r.fetch(7);
+  CHECK_FALSE(r.out.answer_of(w7).code);
+  CHECK(r.out.answer_of(w7).offset == at);
+
+  // The failure is reported by the next sync, once.
+  const auto s1 = r.sync();
+  CHECK(r.out.answer_of(s1).code == ag::errc::device_failed);
+  CHECK(r.out.answer_of(s1).what == why);
+  const auto s2 = r.sync();
+  CHECK_FALSE(r.out.answer_of(s2).code);
+
+  // A later operator on a tainted input is not run; its result says why.
+  r.submit(compute(ag::op_kind::relu, sim1, 9, 5, 0, 2));
+  r.drain();
+  CHECK(r.out.batches(sim1) == 4);
+  CHECK(r.plan.tensor(9)->failure == "relu -> #9 on sim:1: input #5 failed: " + why);
+}
+
+// Known to fail: fail_lane() taints the operands of the failed lane and, through stand_in_for(),
+// the results of the operators that waited for it, but not what other lanes queued behind those
+// stand-ins (here relu(#3) and its move to the cpu): they run on NaN data and a read of #5 is
+// answered as a success. Remove [!shouldfail] once the failure spreads through the queues.
+TEST_CASE("what was queued behind a stand-in for a failed lane's operand fails with it",
+          "[planner][!shouldfail]") {
+  rig r;
+  r.submit(upload(sim0, 1, {1, 2}));                      // sim:0 #1
+  r.drain();
+  r.plan.done(sim0, 1, 8);
+  r.submit(compute(ag::op_kind::relu, sim0, 2, 1, 0, 2)); // sim:0 #2
+  r.submit(move_to(sim1, 3, 2, 2));                       // sim:0 #3 out, sim:1 #1 in
+  r.submit(compute(ag::op_kind::relu, sim1, 4, 3, 0, 2)); // sim:1 #2, reads #3
+  r.submit(move_to(cpu, 5, 4, 2));                        // sim:1 #3, reads #4
+  r.drain();
+  CHECK(r.out.batches(sim1) == 0);
+  r.plan.failed(sim0, 2, "relu: bad launch");
+  const std::string why = "sim:0: relu: bad launch";
+  CHECK(r.plan.tensor(3)->failure == why);
+  REQUIRE(r.out.batches(sim1) == 1);
+  REQUIRE(r.last_batch(sim1).ops.size() == 3);
+  CHECK(r.last_batch(sim1).ops[0].kind == ag::op_kind::fill);
+  r.plan.done(sim1, 3, 16);
+  // #4 and #5 were computed from #3's NaN stand-in: they are no more readable than #3.
+  CHECK_THAT(r.plan.tensor(4)->failure, Contains(why));
+  CHECK_THAT(r.plan.tensor(5)->failure, Contains(why));
+  const auto f = r.fetch(5);
+  CHECK(r.out.answer_of(f).code == ag::errc::device_failed);
+  CHECK_THAT(r.out.answer_of(f).what, Contains(why));
+}
+
+TEST_CASE("a remote lane's failure kills its child, whose store ranges stay held until it is down",
+          "[planner]") {
+  SECTION("a remote lane") {
+    rig r{setup_of(64 << 10, true)};
+    r.submit(upload(sim0, 1, {1}));
+    r.drain();
+    CHECK(r.plan.pending_frees() == 1);
+    r.plan.failed(sim0, 1, "sim:0: out of memory");
+    CHECK(r.out.kills == std::vector<uint32_t>{sim0});
+    CHECK(r.plan.lane(sim0).failed == "sim:0: out of memory"); // not named twice
+    CHECK(r.plan.pending_frees() == 1); // the child may still be reading it
+    r.plan.failed(sim0, 1, "again");
+    CHECK(r.out.kills.size() == 1);
+    r.plan.lane_down(sim0, "runner of sim:0 stopped: killed");
+    CHECK(r.plan.pending_frees() == 0);
+    CHECK(r.plan.store().live_bytes() == 0);
+
+    // A child that is gone already is not killed.
+    r.plan.lane_down(sim1, "runner of sim:1 stopped: exited");
+    CHECK(r.plan.lane(sim1).failed == "runner of sim:1 stopped: exited");
+    CHECK(r.out.kills == std::vector<uint32_t>{sim0});
+  }
+  SECTION("a local lane") {
+    rig r;
+    r.submit(upload(sim0, 1, {1}));
+    r.drain();
+    r.plan.failed(sim0, 1, "out of memory");
+    CHECK(r.out.kills.empty());
+    CHECK(r.plan.lane(sim0).failed == "sim:0: out of memory");
+    CHECK(r.plan.pending_frees() == 0); // its runner runs nothing more
+  }
+}
+
+// -- store space ----------------------------------------------------------------------------------
+
+TEST_CASE("an upload that does not fit waits for the acknowledgement that frees room, and what "
+          "comes behind it waits too",
+          "[planner]") {
+  rig r{setup_of(1280)}; // five ranges of 256 bytes
+  r.submit(upload(cpu, 1, filled(64, 1.0f)));
+  for (ag::operand_id id = 2; id <= 5; ++id)
+    r.submit(upload(sim0, id, filled(64, static_cast<float>(id))));
+  r.drain();
+  REQUIRE(r.out.batches(sim0) == 1);
+  REQUIRE(r.last_batch(sim0).ops.size() == 4);
+  CHECK(r.plan.store().live_bytes() == 1280);
+
+  r.submit(upload(sim0, 6, filled(64, 6.0f)));
+  CHECK(r.plan.held() == 1);
+  const uint64_t store_wait = r.out.last_expiring;
+  CHECK(r.out.expiring.at(store_wait) == 500ms);
+  const auto s = r.sync();
+  const auto f = r.fetch(1); // readable now, but behind the held upload
+  CHECK(r.plan.held() == 3);
+  r.drain();
+  CHECK(r.out.batches(sim0) == 1);
+  CHECK(r.out.answers.empty());
+  CHECK(r.plan.tensor(6) == nullptr);
+
+  r.plan.done(sim0, 4, 1024);
+  CHECK(r.plan.held() == 0);
+  CHECK(r.out.answered == std::vector<uint64_t>{f});
+  CHECK(r.out.answer_of(f).offset == 0);
+  r.drain();
+  REQUIRE(r.out.batches(sim0) == 2);
+  const auto& b = r.last_batch(sim0);
+  CHECK(b.ops_before == 4);
+  REQUIRE(b.ops.size() == 1);
+  CHECK(b.ops[0].out.id == 6);
+  CHECK(b.ops[0].a.offset == 256);
+  CHECK(r.floats_at(256, 64) == filled(64, 6.0f));
+  CHECK(r.plan.tensor(6)->failure.empty());
+
+  // The sync came after the upload: it waits for it to run.
+  CHECK_FALSE(r.out.was_answered(s));
+  r.plan.done(sim0, 5, 1280);
+  CHECK(r.out.answered == std::vector<uint64_t>{f, s});
+  CHECK_FALSE(r.out.answer_of(s).code);
+
+  // The store wait's deadline, when it comes, changes nothing.
+  r.plan.expire(store_wait);
+  CHECK(r.out.answered.size() == 2);
+  CHECK(r.plan.tensor(6)->failure.empty());
+}
+
+TEST_CASE("when no acknowledgement will free room, an operator's result fails with store full",
+          "[planner]") {
+  rig r{setup_of(1024)};
+  for (ag::operand_id id = 1; id <= 4; ++id)
+    r.submit(upload(cpu, id, filled(64, 1.0f)));
+  CHECK(r.plan.store().live_bytes() == 1024);
+  r.submit(upload(cpu, 5, filled(64, 5.0f)));
+  CHECK(r.plan.held() == 0);
+  const std::string why = "store full: from_vector -> #5 needs 256 bytes; 1024 of 1024 bytes "
+                          "are held (graph_option::store_bytes)";
+  CHECK(r.plan.tensor(5)->failure == why);
+  CHECK_FALSE(r.plan.tensor(5)->placed);
+  const auto f = r.fetch(5);
+  CHECK(r.out.answer_of(f).code == ag::errc::device_failed);
+  CHECK(r.out.answer_of(f).what == why);
+
+  r.submit(compute(ag::op_kind::relu, cpu, 6, 1, 0, 64));
+  CHECK_THAT(r.plan.tensor(6)->failure, StartsWith("store full: relu -> #6 on cpu needs 256"));
+  r.drain();
+  CHECK(r.out.batches(cpu) == 0);
+  const auto s = r.sync();
+  CHECK(r.out.answer_of(s).code == ag::errc::device_failed);
+  CHECK(r.out.answer_of(s).what == why + " (and 1 more failures)");
+}
+
+// -- acknowledgements -----------------------------------------------------------------------------
+
+TEST_CASE("lanes acknowledging in the opposite order of submission answer each wait when its own "
+          "writer ran",
+          "[planner]") {
+  rig r;
+  r.submit(upload(sim0, 1, {1}));
+  r.submit(upload(sim1, 2, {2}));
+  r.submit(move_to(cpu, 3, 1, 1));
+  r.submit(move_to(cpu, 4, 2, 1));
+  r.drain();
+  REQUIRE(r.out.batches(sim0) == 1);
+  REQUIRE(r.out.batches(sim1) == 1);
+  const uint64_t at3 = r.plan.tensor(3)->offset;
+  const uint64_t at4 = r.plan.tensor(4)->offset;
+  CHECK(at3 != at4);
+  const auto w3 = r.fetch(3);
+  const auto w4 = r.fetch(4);
+  const auto s = r.sync();
+  CHECK(r.out.answers.empty());
+
+  r.plan.done(sim1, 2, 4);
+  CHECK(r.out.answered == std::vector<uint64_t>{w4});
+  CHECK(r.out.answer_of(w4).offset == at4);
+
+  r.plan.done(sim0, 2, 4);
+  CHECK(r.out.answered == std::vector<uint64_t>{w4, w3, s});
+  CHECK(r.out.answer_of(w3).offset == at3);
+  CHECK_FALSE(r.out.answer_of(s).code);
+  CHECK(r.plan.store().live_bytes() == 512); // the two cpu tensors; both stagings are free
+}
+
+TEST_CASE("a lane's batches acknowledged one at a time answer the syncs behind each in turn",
+          "[planner]") {
+  rig r;
+  r.submit(upload(sim0, 1, {1, 2}));
+  r.submit(compute(ag::op_kind::relu, sim0, 2, 1, 0, 2));
+  r.drain();
+  const auto sa = r.sync();
+  r.submit(compute(ag::op_kind::relu, sim0, 3, 2, 0, 2));
+  r.plan.release(1);
+  r.drain();
+  const auto sb = r.sync();
+  r.plan.release(2);
+  r.drain();
+  const auto sc = r.sync();
+
+  REQUIRE(r.out.batches(sim0) == 3);
+  const auto& b = r.out.runs[sim0];
+  CHECK(b[1].ops_before == 2);
+  CHECK(b[1].ops_after() == 3);
+  CHECK(b[1].no_hold == std::vector<ag::operand_id>{1});
+  CHECK(b[2].ops_before == 3);
+  CHECK(b[2].ops.empty()); // a release only
+  CHECK(b[2].no_hold == std::vector<ag::operand_id>{2});
+  CHECK(r.plan.lane(sim0).entries_sent == 5);
+
+  r.plan.done(sim0, 2, 16);
+  CHECK(r.out.answered == std::vector<uint64_t>{sa});
+  CHECK(r.plan.lane(sim0).done == 2);
+  CHECK(r.plan.lane(sim0).entries_done == 2);
+  r.plan.done(sim0, 3, 16);
+  CHECK(r.out.answered == std::vector<uint64_t>{sa, sb});
+  CHECK(r.plan.lane(sim0).entries_done == 4);
+  // Operators count, releases do not: the last batch is acknowledged with the same count.
+  r.plan.done(sim0, 3, 8);
+  CHECK(r.out.answered == std::vector<uint64_t>{sa, sb, sc});
+  CHECK(r.plan.lane(sim0).entries_done == 5);
+  CHECK(r.plan.stats().device_live == 8);
+  for (auto w : {sa, sb, sc})
+    CHECK_FALSE(r.out.answer_of(w).code);
+}
+
+// -- deadlines ------------------------------------------------------------------------------------
+
+TEST_CASE("a sync whose lane never acknowledges times out naming the silent device", "[planner]") {
+  rig r;
+  r.submit(upload(sim0, 1, {1}));
+  r.submit(upload(sim1, 2, {2}));
+  r.drain();
+  r.plan.done(sim1, 1, 4);
+  const auto s = r.sync();
+  CHECK(r.out.expiring.at(s) == 500ms);
+  CHECK_FALSE(r.out.was_answered(s));
+  r.plan.expire(s);
+  const auto& a = r.out.answer_of(s);
+  CHECK(a.code == ag::errc::timeout);
+  CHECK(a.what == "sync: no acknowledgement within 500 ms from sim:0 (1 entries sent, 1 batches "
+                  "unacknowledged)");
+  r.plan.done(sim0, 1, 4); // too late: answered once
+  CHECK(r.out.answers.at(s).size() == 1);
+}
+
+TEST_CASE("a read of a cpu tensor whose writer never acknowledges times out naming the device",
+          "[planner]") {
+  rig r;
+  r.submit(upload(sim1, 1, {1}));
+  r.submit(move_to(cpu, 2, 1, 1));
+  r.drain();
+  const auto f = r.fetch(2);
+  CHECK(r.out.expiring.at(f) == 500ms);
+  r.plan.expire(f);
+  CHECK(r.out.answer_of(f).code == ag::errc::timeout);
+  CHECK(r.out.answer_of(f).what
+        == "to_vector: tensor #2 not written within 500 ms: sim:1 has not acknowledged it");
+  r.plan.done(sim1, 2, 4);
+  CHECK(r.out.answers.at(f).size() == 1);
+  // A deadline of a wait answered already changes nothing.
+  const auto g = r.fetch(2);
+  CHECK_FALSE(r.out.answer_of(g).code);
+  r.plan.expire(g);
+  CHECK(r.out.answers.at(g).size() == 1);
+}
+
+TEST_CASE("an operator waiting for store space past its deadline fails with store full",
+          "[planner]") {
+  rig r{setup_of(1024)};
+  for (ag::operand_id id = 1; id <= 4; ++id)
+    r.submit(upload(sim0, id, filled(64, 1.0f)));
+  r.drain();
+  r.submit(upload(sim0, 5, filled(64, 5.0f)));
+  REQUIRE(r.plan.held() == 1);
+  const uint64_t store_wait = r.out.last_expiring;
+  const auto s = r.sync();
+  REQUIRE(r.plan.held() == 2);
+
+  SECTION("the operator's deadline") {
+    r.plan.expire(store_wait);
+    CHECK(r.plan.held() == 0);
+    const auto* t = r.plan.tensor(5);
+    REQUIRE(t != nullptr);
+    CHECK_FALSE(t->placed);
+    CHECK(t->failure == "store full: from_vector -> #5 needs 256 bytes; 1024 of 1024 bytes are "
+                        "held (graph_option::store_bytes); no acknowledgement freed enough "
+                        "within 500 ms");
+    // The sync behind it waits for what came before it, then reports the failure.
+    CHECK_FALSE(r.out.was_answered(s));
+    r.plan.done(sim0, 4, 1024);
+    CHECK(r.out.answer_of(s).code == ag::errc::device_failed);
+    CHECK(r.out.answer_of(s).what == t->failure);
+    r.drain();
+    CHECK(r.out.batches(sim0) == 1);
+  }
+  SECTION("the deadline of the sync behind it") {
+    r.plan.expire(s);
+    CHECK(r.out.answer_of(s).code == ag::errc::timeout);
+    CHECK(r.out.answer_of(s).what
+          == "sync: waited 500 ms behind upload -> #5 on sim:0, which waits for room in the "
+             "store (1024 of 1024 bytes are held, graph_option::store_bytes)");
+    CHECK(r.plan.held() == 2);
+    r.plan.done(sim0, 4, 1024); // the upload is placed; the sync was answered already
+    CHECK(r.plan.held() == 0);
+    CHECK(r.plan.tensor(5)->failure.empty());
+    r.drain();
+    CHECK(r.out.batches(sim0) == 2);
+    CHECK(r.out.answers.at(s).size() == 1);
+  }
+}
+
+// -- start-up -------------------------------------------------------------------------------------
+
+TEST_CASE("start-up is over once every lane is ready", "[planner]") {
+  rig r;
+  const auto w = r.plan.new_wait();
+  r.plan.wait_ready(w);
+  CHECK_FALSE(r.plan.ready(cpu));
+  CHECK_FALSE(r.plan.ready(sim1));
+  CHECK_FALSE(r.out.was_answered(w));
+  CHECK(r.plan.ready(sim0));
+  CHECK_FALSE(r.out.answer_of(w).code);
+  const auto later = r.plan.new_wait();
+  r.plan.wait_ready(later);
+  CHECK_FALSE(r.out.answer_of(later).code);
+  r.plan.start_deadline(1000ms); // every lane came: nothing happens
+  CHECK(r.out.answered.size() == 2);
+  CHECK_FALSE(r.plan.ready(7)); // no such lane
+}
+
+TEST_CASE("start-up fails naming the device that was not ready by its deadline", "[planner]") {
+  rig r;
+  CHECK_FALSE(r.plan.ready(cpu));
+  CHECK_FALSE(r.plan.ready(sim0));
+  const auto w = r.plan.new_wait();
+  r.plan.wait_ready(w);
+  r.plan.start_deadline(2000ms);
+  const std::string why = "start-up: no devicesReady from sim:1 within 2000 ms";
+  CHECK(r.out.answer_of(w).code == ag::errc::device_failed);
+  CHECK(r.out.answer_of(w).what == why);
+  CHECK_FALSE(r.plan.ready(sim1)); // too late
+  const auto later = r.plan.new_wait();
+  r.plan.wait_ready(later);
+  CHECK(r.out.answer_of(later).what == why);
+}
+
+TEST_CASE("a lane going down before it is ready fails start-up", "[planner]") {
+  rig r{setup_of(64 << 10, true)};
+  CHECK_FALSE(r.plan.ready(cpu));
+  const auto w = r.plan.new_wait();
+  r.plan.wait_ready(w);
+  r.plan.lane_down(sim0, "runner of sim:0 stopped: exited with code 3");
+  CHECK(r.out.answer_of(w).code == ag::errc::device_failed);
+  CHECK(r.out.answer_of(w).what == "runner of sim:0 stopped before it was ready: runner of sim:0 "
+                                   "stopped: exited with code 3");
+  CHECK(r.out.kills.empty());
+  CHECK_FALSE(r.plan.ready(sim1));
+  CHECK(r.out.answers.at(w).size() == 1);
+}
+
+// -- shutdown -------------------------------------------------------------------------------------
+
+TEST_CASE("stop answers every pending wait, and every later one, saying the runtime was destroyed",
+          "[planner]") {
+  rig r{setup_of(768)};
+  const auto ready = r.plan.new_wait();
+  r.plan.wait_ready(ready);
+  r.submit(upload(sim0, 1, {1}));
+  r.submit(move_to(cpu, 2, 1, 1));
+  r.drain();
+  const auto s = r.sync();  // waits for sim:0
+  const auto f = r.fetch(2); // waits for sim:0
+  const auto p = r.plan.new_wait();
+  r.plan.fetch_piece(p, 1, 0, 1); // waits for sim:0
+  r.submit(upload(sim0, 3, filled(64, 3.0f)));
+  REQUIRE(r.plan.held() == 1); // the store is full of ranges sim:0 has yet to acknowledge
+  const auto hs = r.sync();
+  const auto hf = r.fetch(2);
+  REQUIRE(r.plan.held() == 3);
+  CHECK(r.out.answers.empty());
+
+  r.plan.stop();
+  CHECK(r.plan.stopping());
+  CHECK(r.plan.held() == 0);
+  for (auto w : {ready, s, f, p, hs, hf}) {
+    INFO("wait " << w);
+    REQUIRE(r.out.answers.count(w) == 1);
+    CHECK(r.out.answer_of(w).code == ag::errc::device_failed);
+    CHECK_THAT(r.out.answer_of(w).what, Contains("the runtime was destroyed while it waited"));
+  }
+  CHECK(r.out.answer_of(s).what == "sync: the runtime was destroyed while it waited");
+  CHECK(r.out.answer_of(f).what
+        == "to_vector of tensor #2: the runtime was destroyed while it waited");
+  CHECK(r.out.answer_of(ready).what == "start-up: the runtime was destroyed while it waited");
+  CHECK(r.out.answered.size() == 6);
+
+  const auto later_sync = r.sync();
+  const auto later_fetch = r.fetch(2);
+  const auto later_piece = r.plan.new_wait();
+  r.plan.fetch_piece(later_piece, 1, 0, 1);
+  const auto later_ready = r.plan.new_wait();
+  r.plan.wait_ready(later_ready);
+  for (auto w : {later_sync, later_fetch, later_piece, later_ready}) {
+    INFO("wait " << w);
+    REQUIRE(r.out.answers.count(w) == 1);
+    CHECK(r.out.answer_of(w).code == ag::errc::device_failed);
+    CHECK_THAT(r.out.answer_of(w).what, Contains("the runtime was destroyed while it waited"));
+  }
+
+  // Acknowledgements after stop answer nothing twice.
+  r.plan.done(sim0, 3, 0);
+  for (const auto& [w, list] : r.out.answers)
+    CHECK(list.size() == 1);
+}
+
+// -- process mode ---------------------------------------------------------------------------------
+
+TEST_CASE("in process mode one broadcast carries the batches of every remote lane", "[planner]") {
+  rig r{setup_of(64 << 10, true)};
+  r.submit(upload(sim0, 1, {1, 2}));
+  r.submit(upload(sim1, 2, {3}));
+  r.submit(upload(cpu, 3, {4}));
+  r.submit(compute(ag::op_kind::relu, cpu, 4, 3, 0, 1));
+  r.drain();
+  CHECK(r.out.batches(sim0) == 0);
+  CHECK(r.out.batches(sim1) == 0);
+  CHECK(r.out.batches(cpu) == 1); // the cpu lane runs in this process
+  REQUIRE(r.out.broadcasts.size() == 1);
+  const auto& m = r.out.broadcasts[0];
+  REQUIRE(m.batches.size() == 2);
+  CHECK(m.batches[0].lane == sim0);
+  CHECK(m.batches[0].ops.size() == 1);
+  CHECK(m.batches[0].ops[0].out.id == 1);
+  CHECK(m.batches[1].lane == sim1);
+  CHECK(m.batches[1].ops.size() == 1);
+  CHECK(m.batches[1].ops[0].out.id == 2);
+  CHECK(r.out.progress_checks == std::vector<std::chrono::milliseconds>{250ms});
+  CHECK(r.plan.lane(sim0).remote);
+  CHECK_FALSE(r.plan.lane(cpu).remote);
+
+  r.plan.received(sim0, 1);
+  CHECK(r.plan.lane(sim0).broadcasts_received == 1);
+  CHECK(r.plan.lane(sim1).broadcasts_received == 0);
+  r.plan.received(sim0, 1); // nothing new
+  CHECK(r.plan.lane(sim0).broadcasts_received == 1);
+
+  // A second drain: one more broadcast, for sim:0 only.
+  r.submit(compute(ag::op_kind::relu, sim0, 5, 1, 0, 2));
+  r.drain();
+  REQUIRE(r.out.broadcasts.size() == 2);
+  REQUIRE(r.out.broadcasts[1].batches.size() == 1);
+  CHECK(r.out.broadcasts[1].batches[0].ops_before == 1);
+  CHECK(r.out.progress_checks.size() == 1); // one check scheduled at a time
+}
+
+TEST_CASE("a child behind in reading its broadcasts holds the user's threads until it reads",
+          "[planner]") {
+  auto s = setup_of(64 << 10, true);
+  s.max_queued_bytes = 100;
+  s.flow = std::make_shared<ag::flow_control>(std::vector<std::string>{"cpu", "sim:0", "sim:1"},
+                                              ag::flow_control::limits{});
+  auto fc = s.flow;
+  rig r{std::move(s)};
+  r.submit(upload(sim0, 1, {1}));
+  r.drain();
+  REQUIRE(r.out.broadcasts.size() == 1);
+  CHECK(fc->held());
+  // Every submitter waits; one with no time to wait says why.
+  CHECK(fc->acquire(cpu, 0, 0ms)
+        == "waited 0 ms for room: sim:0 is 128 bytes behind in reading its broadcasts "
+           "(graph_option::max_queued_bytes = 100)");
+
+  r.plan.received(sim0, 1);
+  CHECK(fc->held()); // sim:1 receives every broadcast too
+  r.plan.received(sim1, 1);
+  CHECK_FALSE(fc->held());
+  CHECK(fc->acquire(sim1, 0, 0ms).empty());
+}
+
+TEST_CASE("the watchdog fails and kills a child that read nothing, and spares one that read",
+          "[planner]") {
+  auto s = setup_of(64 << 10, true);
+  s.progress_timeout = 0ms;
+  s.max_queued_bytes = 100;
+  s.flow = std::make_shared<ag::flow_control>(std::vector<std::string>{"cpu", "sim:0", "sim:1"},
+                                              ag::flow_control::limits{});
+  auto fc = s.flow;
+  rig r{std::move(s)};
+  r.submit(upload(sim0, 1, {1}));
+  r.submit(upload(sim1, 2, {2}));
+  r.drain();
+  REQUIRE(r.out.broadcasts.size() == 1);
+  CHECK(r.out.progress_checks == std::vector<std::chrono::milliseconds>{10ms});
+  CHECK(fc->held());
+  r.plan.received(sim1, 1);
+
+  r.plan.check_progress();
+  const std::string why = "sim:0 made no progress for 0 ms (it read none of 1 broadcasts, 235 "
+                          "bytes, graph_option::progress_timeout); its child is killed";
+  CHECK(r.plan.lane(sim0).failed == why);
+  CHECK(r.out.kills == std::vector<uint32_t>{sim0});
+  CHECK(r.plan.lane(sim1).failed.empty());
+  CHECK(r.plan.tensor(1)->failure == why);
+  CHECK(r.plan.tensor(2)->failure.empty());
+  CHECK_FALSE(fc->held()); // a failed child holds nobody back
+  CHECK(r.out.progress_checks.size() == 1); // nobody left to watch
+
+  const auto w = r.sync();
+  r.plan.done(sim1, 1, 4);
+  CHECK(r.out.answer_of(w).what == why);
+}
+
+TEST_CASE("the credits of an operator come back once its lane acknowledged it", "[planner]") {
+  auto s = setup_of();
+  s.flow = std::make_shared<ag::flow_control>(std::vector<std::string>{"cpu", "sim:0", "sim:1"},
+                                              ag::flow_control::limits{});
+  auto fc = s.flow;
+  rig r{std::move(s)};
+  // As a user's thread does: a credit on the lane, and the upload's bytes, before submitting.
+  REQUIRE(fc->acquire(sim0, 8, 0ms).empty());
+  r.submit(upload(sim0, 1, {1, 2}));
+  r.drain();
+  REQUIRE(fc->acquire(cpu, 4, 0ms).empty());
+  r.submit(upload(cpu, 2, {3}));
+  REQUIRE(fc->acquire(sim0, 0, 0ms).empty());
+  r.submit(compute(ag::op_kind::relu, sim0, 3, 1, 0, 2));
+  r.drain();
+  REQUIRE(r.out.batches(sim0) == 2);
+  auto st = fc->stats();
+  CHECK(st.bytes == 0); // in the store now
+  CHECK(st.ops == std::vector<uint64_t>{0, 2, 0}); // the cpu upload needed no runner
+  r.plan.done(sim0, 1, 8);
+  CHECK(fc->stats().ops == std::vector<uint64_t>{0, 1, 0});
+  r.plan.done(sim0, 2, 16);
+  CHECK(fc->stats().ops == std::vector<uint64_t>{0, 0, 0});
+}
