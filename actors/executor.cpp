@@ -153,9 +153,15 @@ void start(executor_self self, executor_setup& setup) {
   devices.insert(devices.begin(), device::cpu());
   setup.plan.devices = devices;
   setup.plan.process = setup.process.has_value();
-  topology_setup topo{devices,          setup.plan.store_base, setup.plan.store_size,
-                      setup.process,    setup.start_timeout,   stop_timeout(setup.plan.wait_timeout),
-                      setup.plan.trace, setup.plan.timeline};
+  topology_setup topo;
+  topo.devices = devices;
+  topo.store_base = setup.plan.store_base;
+  topo.store_size = setup.plan.store_size;
+  topo.process = setup.process;
+  topo.start_timeout = setup.start_timeout;
+  topo.stop_timeout = stop_timeout(setup.plan.wait_timeout);
+  topo.trace = setup.plan.trace;
+  topo.timeline = setup.plan.timeline;
   if (auto& tl = setup.plan.timeline) {
     tl->name_process(::getpid(), "controller");
     tl->name_track(::getpid(), 0, "executor");
@@ -241,7 +247,9 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
         self->state.lanes->started();
     },
     [=](done_atom, uint32_t l, uint64_t ops_done, uint64_t live) { done(self, l, ops_done, live); },
-    [=](failed_atom, uint32_t l, uint64_t index, std::string& what) { failed(self, l, index, what); },
+    [=](failed_atom, uint32_t l, uint64_t index, std::string& what) {
+      failed(self, l, index, what);
+    },
     [&plan](received_atom, uint32_t l, uint64_t count) { plan.received(l, count); },
     [=](stats_atom) { return stats(self); },
     [=, &plan](shutdown_atom) -> caf::result<std::string> {
@@ -277,7 +285,9 @@ executor_actor::behavior_type stopping(executor_self self) {
     [](wait_ready_atom, start_deadline_t) {},
     [&plan](ready_atom, uint32_t l) { plan.ready(l); },
     [=](done_atom, uint32_t l, uint64_t ops_done, uint64_t live) { done(self, l, ops_done, live); },
-    [=](failed_atom, uint32_t l, uint64_t index, std::string& what) { failed(self, l, index, what); },
+    [=](failed_atom, uint32_t l, uint64_t index, std::string& what) {
+      failed(self, l, index, what);
+    },
     [&plan](received_atom, uint32_t l, uint64_t count) { plan.received(l, count); },
     [=](stats_atom) { return stats(self); },
     [](shutdown_atom) -> caf::result<std::string> {

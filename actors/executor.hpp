@@ -1,6 +1,7 @@
 // executor: the one place that knows the graph (the seed's EagerGraphExecutor), as an actor: the
-// user's operators and the runners' answers come in as messages, the planner (actors/planner.hpp)
-// decides, and what it decides goes out as messages to the lanes' actors (actors/lane_topology.hpp).
+// user's operators and the runners' answers come in as messages, the planner
+// (actors/planner.hpp) decides, and what it decides goes out as messages to the lanes' actors
+// (actors/lane_topology.hpp).
 // Operators queued in one mailbox drain make one batch per runner (adaptive batching: a flush
 // message sent to itself marks the end of the drain; no timer). Runners are monitored: a runner
 // that stops fails the work with an error naming its device, never a hang.

@@ -56,7 +56,8 @@ void lane_topology::spawn(topology_setup& setup) {
         setup.trace->write(trace::startup_rec{i, ps.args});
       l.proxy = spawn_runner_proxy(sys, std::move(ps));
     } else {
-      l.stream = spawn_stream_actor(sys, caf::actor_cast<runner_answers_actor>(owner), i, dev, setup.store_base, setup.store_size,
+      l.stream = spawn_stream_actor(sys, caf::actor_cast<runner_answers_actor>(owner), i, dev,
+                                    setup.store_base, setup.store_size,
                                     dev.type == device::kind::cuda, setup.timeline);
     }
     owner->monitor(l.runner());

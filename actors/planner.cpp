@@ -13,15 +13,6 @@
 
 namespace ag {
 
-namespace {
-
-wait_answer destroyed(const std::string& what) {
-  return wait_answer::fail(errc::device_failed,
-                           what + ": the runtime was destroyed while it waited");
-}
-
-} // namespace
-
 planner::planner(planner_setup setup, planner_outbox& out)
   : out_(out),
     store_base_(setup.store_base),
@@ -74,7 +65,7 @@ void planner::release(operand_id id) {
 
 void planner::fetch(uint64_t wait, operand_id id) {
   if (stopping_) {
-    out_.answer(wait, destroyed("to_vector of tensor #" + std::to_string(id)));
+    out_.answer(wait, wait_answer::destroyed("to_vector of tensor #" + std::to_string(id)));
   } else if (!held_.empty()) {
     hold_wait(held_request::kind::fetch, wait, id);
     expire_later(wait);
@@ -88,7 +79,7 @@ void planner::fetch(uint64_t wait, operand_id id) {
 // store): answered with a staging range once the piece is copied there.
 void planner::fetch_piece(uint64_t wait, operand_id id, uint64_t first, uint64_t count) {
   if (stopping_)
-    return out_.answer(wait, destroyed("to_vector"));
+    return out_.answer(wait, wait_answer::destroyed("to_vector"));
   held_request h;
   h.what = held_request::kind::piece;
   h.operand = id;
@@ -113,7 +104,7 @@ void planner::unstage(uint64_t offset, uint64_t bytes) {
 
 void planner::sync(uint64_t wait) {
   if (stopping_) {
-    out_.answer(wait, destroyed("sync"));
+    out_.answer(wait, wait_answer::destroyed("sync"));
   } else if (!held_.empty()) {
     hold_wait(held_request::kind::sync, wait, 0);
     expire_later(wait);
@@ -127,7 +118,7 @@ void planner::sync(uint64_t wait) {
 
 void planner::wait_ready(uint64_t wait) {
   if (stopping_)
-    out_.answer(wait, destroyed("start-up"));
+    out_.answer(wait, wait_answer::destroyed("start-up"));
   else if (!startup_failure_.empty())
     out_.answer(wait, wait_answer::fail(errc::device_failed, startup_failure_));
   else if (all_ready())
@@ -177,7 +168,7 @@ void planner::done(uint32_t l, uint64_t ops_done, uint64_t device_live) {
 }
 
 void planner::failed(uint32_t l, uint64_t index, const std::string& what) {
-  if (l >= lanes_.size()) // not attributable to one lane (a malformed frame): every child is suspect
+  if (l >= lanes_.size()) // not one lane's (a malformed frame): every child is suspect
     return fail_remote(what);
   record_ack(l, wire::msg_type::failed, wire::failed_msg{l, index, what});
   const auto dev = lanes_[l].dev.str();

@@ -52,6 +52,10 @@ struct wait_answer {
 
   static wait_answer ok(uint64_t offset = 0) { return {std::nullopt, {}, offset}; }
   static wait_answer fail(errc code, std::string what) { return {code, std::move(what), 0}; }
+  // A wait the runtime's end cut short; what: which wait it was.
+  static wait_answer destroyed(const std::string& what) {
+    return fail(errc::device_failed, what + ": the runtime was destroyed while it waited");
+  }
 };
 
 // What the planner asks of whoever drives it (the executor actor; a test).
@@ -194,6 +198,7 @@ private:
   std::string blocker(const op_request& req, std::optional<uint32_t> l) const;
   void fail_lane(uint32_t l, const std::string& why);
   void stand_in_for(uint32_t l, const std::string& why);
+  void taint_readers();
   void fail_startup(const std::string& why);
 
   // planner_waits.cpp

@@ -2,6 +2,7 @@
 // what it holds and what other lanes wait to receive from it, and nothing else; start-up fails
 // when a lane does not come up. Every failure is reported once, by the next sync.
 #include <limits>
+#include <unordered_map>
 
 #include "actors/planner.hpp"
 
@@ -99,6 +100,42 @@ void planner::stand_in_for(uint32_t l, const std::string& why) {
         if (it->second.failure.empty())
           it->second.failure = why;
     }
+  }
+  taint_readers();
+}
+
+// Operators still queued that read a tainted operand (a stand-in's NaNs, or what was computed
+// from them) taint their result in turn, across lanes, until nothing changes: no tensor computed
+// from a failed lane's work reads as healthy. A staging range (operand 0) written from a tainted
+// operand carries the taint to the copy that reads it.
+void planner::taint_readers() {
+  std::unordered_map<uint64_t, std::string> staged; // staging offset -> why it is tainted
+  auto failure_of = [&](const operand_ref& r) -> const std::string* {
+    if (r.id == 0) {
+      auto it = staged.find(r.offset);
+      return it == staged.end() ? nullptr : &it->second;
+    }
+    auto it = tensors_.find(r.id);
+    return it == tensors_.end() || it->second.failure.empty() ? nullptr : &it->second.failure;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto& ln : lanes_)
+      for (auto& e : ln.queue) {
+        const std::string* why = e.release ? nullptr : failure_of(e.op.a);
+        if (!e.release && !why)
+          why = failure_of(e.op.b);
+        if (!why)
+          continue;
+        if (e.op.out.id == 0) {
+          if (e.op.out.offset != operand_ref::no_offset)
+            changed = staged.emplace(e.op.out.offset, *why).second || changed;
+        } else if (auto it = tensors_.find(e.op.out.id);
+                   it != tensors_.end() && it->second.failure.empty()) {
+          it->second.failure = *why;
+          changed = true;
+        }
+      }
   }
 }
 

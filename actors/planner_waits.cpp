@@ -18,10 +18,6 @@ bool is_wait(const held_request& h) {
   return h.what != held_request::kind::submit && h.what != held_request::kind::release;
 }
 
-wait_answer destroyed(const std::string& what) {
-  return wait_answer::fail(errc::device_failed,
-                           what + ": the runtime was destroyed while it waited");
-}
 
 } // namespace
 
@@ -191,20 +187,21 @@ bool planner::answer_fetch(uint64_t wait, operand_id id) {
 void planner::answer_all_waits() {
   for (auto& h : held_)
     if (is_wait(h) && !h.answered)
-      out_.answer(h.wait, destroyed(wait_name(h)));
+      out_.answer(h.wait, wait_answer::destroyed(wait_name(h)));
   held_.clear();
   held_refs_.clear();
   for (auto& f : fetches_)
-    out_.answer(f.wait, destroyed("to_vector of tensor #" + std::to_string(f.operand)));
+    out_.answer(f.wait,
+                wait_answer::destroyed("to_vector of tensor #" + std::to_string(f.operand)));
   fetches_.clear();
   for (auto& p : pieces_)
-    out_.answer(p.wait, destroyed("to_vector"));
+    out_.answer(p.wait, wait_answer::destroyed("to_vector"));
   pieces_.clear();
   for (auto& s : syncs_)
-    out_.answer(s.wait, destroyed("sync"));
+    out_.answer(s.wait, wait_answer::destroyed("sync"));
   syncs_.clear();
   for (uint64_t w : ready_waits_)
-    out_.answer(w, destroyed("start-up"));
+    out_.answer(w, wait_answer::destroyed("start-up"));
   ready_waits_.clear();
 }
 
@@ -256,11 +253,11 @@ bool planner::expire_pending(uint64_t wait) {
                                                          + " from " + silent_lanes(it->entries)));
     syncs_.erase(it);
   } else if (auto it = std::find_if(pieces_.begin(), pieces_.end(), match); it != pieces_.end()) {
-    out_.answer(wait, wait_answer::fail(
-                        errc::timeout, "to_vector: a piece of tensor #" + std::to_string(it->operand)
-                                         + " not copied within " + timeout + ": "
-                                         + lanes_[it->written.lane].dev.str()
-                                         + " has not acknowledged it"));
+    out_.answer(wait, wait_answer::fail(errc::timeout, "to_vector: a piece of tensor #"
+                                                         + std::to_string(it->operand)
+                                                         + " not copied within " + timeout + ": "
+                                                         + lanes_[it->written.lane].dev.str()
+                                                         + " has not acknowledged it"));
     free_later(it->offset, it->bytes); // its copy may still run
     pieces_.erase(it);
   } else if (auto it = std::find_if(fetches_.begin(), fetches_.end(), match);

@@ -101,8 +101,9 @@ using executor_actor = caf::typed_actor<
 using stream_actor = caf::typed_actor<caf::reacts_to<execute_atom, batch>>;
 
 // The controller's handle on one child (actors/runner_proxy.hpp); poll is its own.
-using runner_proxy_actor = caf::typed_actor<caf::reacts_to<shutdown_atom>, caf::reacts_to<kill_atom>,
-                                            caf::reacts_to<poll_atom>>;
+using runner_proxy_actor =
+  caf::typed_actor<caf::reacts_to<shutdown_atom>, caf::reacts_to<kill_atom>,
+                   caf::reacts_to<poll_atom>>;
 
 // The lane of a failure that no lane can be blamed for (a malformed frame from a child).
 constexpr uint32_t no_lane = UINT32_MAX;

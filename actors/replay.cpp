@@ -162,7 +162,8 @@ private:
       topo_->kill_lanes();
       wait_down(lanes_down, clock_type::now() + std::chrono::seconds{5});
       topo_->stop_services();
-      wait_down([this] { return topo_->services_down(); }, clock_type::now() + std::chrono::seconds{5});
+      wait_down([this] { return topo_->services_down(); },
+                clock_type::now() + std::chrono::seconds{5});
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ag-replay: shutdown: %s\n", e.what());
     }

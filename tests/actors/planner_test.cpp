@@ -540,12 +540,11 @@ TEST_CASE("a failed lane taints what it holds and what other lanes wait to recei
   CHECK(r.plan.tensor(9)->failure == "relu -> #9 on sim:1: input #5 failed: " + why);
 }
 
-// Known to fail: fail_lane() taints the operands of the failed lane and, through stand_in_for(),
-// the results of the operators that waited for it, but not what other lanes queued behind those
-// stand-ins (here relu(#3) and its move to the cpu): they run on NaN data and a read of #5 is
-// answered as a success. Remove [!shouldfail] once the failure spreads through the queues.
+// fail_lane() taints the operands of the failed lane, through stand_in_for() the results of the
+// operators that waited for it, and what other lanes queued behind those stand-ins (here relu(#3)
+// and its move to the cpu): they run on NaN data, and a read of #5 must not pass as a success.
 TEST_CASE("what was queued behind a stand-in for a failed lane's operand fails with it",
-          "[planner][!shouldfail]") {
+          "[planner]") {
   rig r;
   r.submit(upload(sim0, 1, {1, 2}));                      // sim:0 #1
   r.drain();
