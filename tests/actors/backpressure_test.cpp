@@ -103,7 +103,7 @@ TEST_CASE("an operator whose store space never frees fails at wait_timeout namin
     ag::runtime rt{opt};
     const pid_t child = runner_of_lane(1);
     REQUIRE(child > 0);
-    ::kill(child, SIGSTOP);
+    REQUIRE(stop_process(child));
     // The first upload's staging range is freed only when the stopped child acknowledges.
     auto first = rt.from_vector({768 * 1024}, std::vector<float>(768 * 1024, 1.0f),
                                 ag::device::sim(0));

@@ -74,7 +74,7 @@ TEST_CASE("a stopped child makes sync and to_vector fail at the deadline naming 
     ag::runtime rt{option(2, 1000ms)};
     const pid_t child = runner_of_lane(1);
     REQUIRE(child > 0);
-    ::kill(child, SIGSTOP);
+    REQUIRE(stop_process(child));
     auto x = rt.full({8}, 1.0f, ag::device::sim(0));
     CHECK_THROWS_WITH(x.to_vector(), Contains("sim:0") && Contains("1000 ms"));
     CHECK_THROWS_WITH(rt.sync(), Contains("sim:0") && Contains("no acknowledgement"));
@@ -95,7 +95,7 @@ TEST_CASE("a stopped child holds submitters back once its queue passes the bound
     ag::runtime rt{opt};
     const pid_t child = runner_of_lane(1);
     REQUIRE(child > 0);
-    ::kill(child, SIGSTOP);
+    REQUIRE(stop_process(child));
     // Work for the other device only; every broadcast still queues for the stopped child.
     auto x = rt.full({16}, 0.0f, ag::device::sim(1));
     const auto one = rt.full({16}, 1.0f, ag::device::sim(1));

@@ -82,7 +82,7 @@ TEST_CASE("a thread still waiting on a runtime being destroyed gets an error say
     rt->sync();
     const pid_t child = runner_of_lane(1);
     REQUIRE(child > 0);
-    ::kill(child, SIGSTOP);
+    REQUIRE(stop_process(child));
     auto pending = x + x; // work the stopped child will not acknowledge
     // The destructor waits for it (up to 1.5 s), then stops the runtime; the read begun meanwhile
     // is answered then, before its own deadline.

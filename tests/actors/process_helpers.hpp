@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -98,6 +99,38 @@ struct private_tmpdir {
 };
 
 
+// Polls `done` every 10 ms until it holds (true) or `limit` passes (false).
+template <class F>
+bool within(std::chrono::milliseconds limit, F done) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  }
+  return true;
+}
+
+// The state letter of process `pid` (/proc/PID/stat: R, S, T, Z, ...); 0 when it is gone.
+inline char process_state(pid_t pid) {
+  char buf[512] = {};
+  if (FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r")) {
+    if (!std::fgets(buf, sizeof buf, f))
+      buf[0] = 0;
+    std::fclose(f);
+  }
+  const char* close = std::strrchr(buf, ')');
+  return close && close[1] == ' ' ? close[2] : 0;
+}
+
+// Stops process `pid` (SIGSTOP) and returns once the kernel reports it stopped (within 5 s):
+// a stop takes effect as each of its threads next runs, not when kill() returns, and a test that
+// sends work right after must know that none of it can be read.
+inline bool stop_process(pid_t pid) {
+  return ::kill(pid, SIGSTOP) == 0
+         && within(std::chrono::seconds{5}, [&] { return process_state(pid) == 'T'; });
+}
+
 // The ag-runner child of `parent` that runs lane `lane` (1 = the first device), found through the
 // start-up segment named on its command line (...-sync-<lane>); 0 if there is none.
 inline pid_t runner_of_lane(int lane, pid_t parent = ::getpid()) {
@@ -159,16 +192,5 @@ inline ag::graph_option sim_options(bool process, const char* devices = "sim:0,s
   return opt;
 }
 
-// Polls `done` every 10 ms until it holds (true) or `limit` passes (false).
-template <class F>
-bool within(std::chrono::milliseconds limit, F done) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline)
-      return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds{10});
-  }
-  return true;
-}
 
 } // namespace ag::test
