@@ -37,7 +37,7 @@ struct lane_error : error {
 
 // Checks that lane's messages arrive with ids 1, 2, 3, ...
 void check_sequence(puller_state& st, uint32_t lane, uint64_t id) {
-  if (lane == 0) // the controller's own cpu lane: no child speaks for it
+  if (lane == cpu_lane) // the controller's own: no child speaks for it
     throw error("wire: a child's message names lane 0, the controller's cpu");
   auto& last = st.last_id[lane];
   if (id != last + 1)

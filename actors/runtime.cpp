@@ -84,9 +84,10 @@ public:
       *d = normalized(*d);
     }
     devices_ = resolve_devices(opt_.devices);
-    std::vector<std::string> lane_names{"cpu"};
-    for (const auto& d : devices_)
-      lane_names.push_back(d.str());
+    std::vector<std::string> lane_names(devices_.size() + 1);
+    lane_names[cpu_lane] = "cpu";
+    for (std::size_t i = 0; i < devices_.size(); ++i)
+      lane_names[device_lane(i)] = devices_[i].str();
     flow_ = std::make_shared<flow_control>(
       std::move(lane_names),
       flow_control::limits{opt_.max_in_flight_ops, opt_.max_in_flight_bytes});
@@ -268,10 +269,10 @@ private:
     if (!timeline_)
       return;
     if (opt_.per_device_per_process)
-      for (std::size_t lane = 1; lane <= devices_.size(); ++lane) {
-        const auto& dev = devices_[lane - 1];
+      for (std::size_t i = 0; i < devices_.size(); ++i) {
+        const auto& dev = devices_[i];
         try { // a part that cannot be merged costs its own events, not the timeline
-          if (!timeline_->merge_part(timeline_part(env_->setup(), lane)))
+          if (!timeline_->merge_part(timeline_part(env_->setup(), device_lane(i))))
             std::cerr << "actorgraph: timeline: " << dev.str()
                       << " left no events (its child did not exit in order)\n";
         } catch (const std::exception& e) {
@@ -287,10 +288,10 @@ private:
   }
 
   uint32_t lane_of(const device& d) const noexcept {
-    for (uint32_t i = 0; i < devices_.size(); ++i)
+    for (std::size_t i = 0; i < devices_.size(); ++i)
       if (devices_[i] == d)
-        return i + 1;
-    return 0; // cpu
+        return device_lane(i);
+    return cpu_lane;
   }
 
   // A wait of the user's thread on the executor, with the runtime's deadline; its error becomes
