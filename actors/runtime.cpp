@@ -368,12 +368,9 @@ tensor runtime::full(const shape_t& shape, float value, const device& where) {
   op_request req;
   req.kind = op_kind::fill;
   req.where = where;
-  req.out = core_->next_id();
   req.count = detail::element_count(shape, "full");
   req.scalar = value;
-  const operand_id out = req.out;
-  core_->submit(std::move(req));
-  return detail::tensor_node::make(core_, out, shape, where);
+  return detail::submit(core_, std::move(req), shape);
 }
 
 tensor runtime::from_vector(const shape_t& shape, std::vector<float> values, const device& where) {
@@ -387,12 +384,9 @@ tensor runtime::from_vector(const shape_t& shape, std::vector<float> values, con
   op_request req;
   req.kind = op_kind::upload;
   req.where = where;
-  req.out = core_->next_id();
   req.count = count;
   req.data = std::move(values);
-  const operand_id out = req.out;
-  core_->submit(std::move(req));
-  return detail::tensor_node::make(core_, out, shape, where);
+  return detail::submit(core_, std::move(req), shape);
 }
 
 void runtime::sync() { core_->sync(); }
