@@ -8,6 +8,8 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <tuple>
+#include <type_traits>
 
 #include <caf/all.hpp>
 
@@ -72,7 +74,22 @@ caf::duration request_timeout(std::chrono::milliseconds wait) {
   return caf::duration{saturating_add(wait, std::chrono::seconds{5})};
 }
 
-class controller final : public detail::runtime_core {
+// A receive handler that keeps a reply of several values.
+template <class... Us>
+auto keep_reply(std::optional<std::tuple<Us...>>& out) {
+  return [&out](Us&... xs) { out.emplace(std::move(xs)...); };
+}
+
+template <class T>
+struct is_tuple : std::false_type {};
+template <class... Us>
+struct is_tuple<std::tuple<Us...>> : std::true_type {};
+
+} // namespace
+
+namespace detail {
+
+class controller final : public runtime_core {
 public:
   controller(caf::actor_system* borrowed, graph_option opt) : opt_(std::move(opt)) {
     for (auto [name, d] : {std::pair{"wait_timeout", &opt_.wait_timeout},
@@ -230,22 +247,9 @@ public:
   void sync() override { wait<caf::unit_t>("sync", sync_atom::value); }
 
   runtime_stats stats() {
-    if (stopped_)
-      throw error("stats: the runtime was destroyed");
-    runtime_stats out;
-    std::optional<caf::error> err;
-    {
-      caf::scoped_actor self{*sys_};
-      self->request(executor_, request_timeout(opt_.wait_timeout), stats_atom::value)
-        .receive(
-          [&](uint64_t store, uint64_t dev, uint64_t batches, uint64_t ops) {
-            out = {store, dev, batches, ops};
-          },
-          [&](caf::error& e) { err = std::move(e); });
-    }
-    forget_thread_logger();
-    if (err)
-      throw error(describe(*err, "stats"));
+    const auto [store_bytes, device_bytes, batches, operators] =
+      wait<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>>("stats", stats_atom::value);
+    runtime_stats out{store_bytes, device_bytes, batches, operators};
     const auto flow = flow_->stats();
     for (auto ops : flow.ops)
       out.in_flight_ops += ops;
@@ -304,6 +308,7 @@ private:
     return ask<T>(what, request_timeout(opt_.wait_timeout), std::forward<Ts>(xs)...);
   }
 
+  // T: caf::unit_t for an empty reply, std::tuple<...> for a reply of several values.
   template <class T, class... Ts>
   T ask(const std::string& what, caf::duration timeout, Ts&&... xs) {
     std::optional<T> result;
@@ -314,6 +319,8 @@ private:
       auto handle = self->request(executor_, timeout, std::forward<Ts>(xs)...);
       if constexpr (std::is_same_v<T, caf::unit_t>) // CAF answers unit with an empty message
         handle.receive([&] { result = caf::unit; }, on_error);
+      else if constexpr (is_tuple<T>::value)
+        handle.receive(keep_reply(result), on_error);
       else
         handle.receive([&](T& x) { result = std::move(x); }, on_error);
     }
@@ -338,16 +345,13 @@ private:
   std::shared_ptr<ag::timeline> timeline_;
 };
 
-controller& as_controller(const std::shared_ptr<detail::runtime_core>& core) {
-  return static_cast<controller&>(*core);
-}
+} // namespace detail
 
-} // namespace
-
-runtime::runtime(graph_option opt) : core_(std::make_shared<controller>(nullptr, std::move(opt))) {}
+runtime::runtime(graph_option opt)
+  : core_(std::make_shared<detail::controller>(nullptr, std::move(opt))) {}
 
 runtime::runtime(caf::actor_system& sys, graph_option opt)
-  : core_(std::make_shared<controller>(&sys, std::move(opt))) {}
+  : core_(std::make_shared<detail::controller>(&sys, std::move(opt))) {}
 
 runtime::~runtime() {
   try {
@@ -358,7 +362,7 @@ runtime::~runtime() {
   // Now, whichever thread this is and whoever else still holds the core for a moment (a thread
   // inside to_vector()): their waits end with ag::error. Tensors still alive hold weak references
   // only: once the core goes, they throw ag::error.
-  as_controller(core_).stop();
+  core_->stop();
 }
 
 tensor runtime::full(const shape_t& shape, float value, const device& where) {
@@ -391,12 +395,10 @@ tensor runtime::from_vector(const shape_t& shape, std::vector<float> values, con
 
 void runtime::sync() { core_->sync(); }
 
-const std::vector<device>& runtime::devices() const noexcept {
-  return as_controller(core_).devices();
-}
+const std::vector<device>& runtime::devices() const noexcept { return core_->devices(); }
 
-const graph_option& runtime::option() const noexcept { return as_controller(core_).option(); }
+const graph_option& runtime::option() const noexcept { return core_->option(); }
 
-runtime_stats runtime::stats() { return as_controller(core_).stats(); }
+runtime_stats runtime::stats() { return core_->stats(); }
 
 } // namespace ag
