@@ -65,6 +65,11 @@ std::string find_runner(const std::string& configured) {
               + "); set graph_option::runner_path or AG_RUNNER");
 }
 
+// The name of the SubProcessSync segment of the child of `lane` (a file in /dev/shm).
+std::string sync_segment(const std::string& prefix, uint32_t lane) {
+  return prefix + "-sync-" + std::to_string(lane);
+}
+
 } // namespace
 
 cleanup_slots::~cleanup_slots() {
@@ -87,8 +92,8 @@ process_env::process_env(std::size_t store_bytes, std::size_t device_lanes,
   store_ = tensor_store::create_shared("/" + prefix + "-store", store_bytes);
   // What a stop signal must remove if it ends the program before this environment ends.
   cleanup_.add("/dev/shm" + store_.name(), false);
-  for (std::size_t lane = 1; lane <= device_lanes; ++lane)
-    cleanup_.add("/dev/shm/" + prefix + "-sync-" + std::to_string(lane), false);
+  for (std::size_t i = 0; i < device_lanes; ++i)
+    cleanup_.add("/dev/shm/" + sync_segment(prefix, device_lane(i)), false);
   for (const char* endpoint : {"/pub", "/pull"})
     cleanup_.add(dir_.path() + endpoint, false);
   cleanup_.add(dir_.marker_path(), false);
@@ -110,7 +115,7 @@ proxy_setup make_proxy_setup(const process_setup& p, uint32_t lane, const device
                              std::chrono::milliseconds stop_timeout) {
   proxy_setup ps;
   ps.runner_path = p.runner_path;
-  ps.segment_name = p.segment_prefix + "-sync-" + std::to_string(lane);
+  ps.segment_name = sync_segment(p.segment_prefix, lane);
   ps.args.pub_endpoint = p.pub_endpoint;
   ps.args.pull_endpoint = p.pull_endpoint;
   ps.args.where = where;

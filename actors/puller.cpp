@@ -1,11 +1,11 @@
 #include "actors/puller.hpp"
 
-#include <chrono>
 #include <unordered_map>
 
 #include <caf/all.hpp>
 
 #include "actorgraph/error.hpp"
+#include "actors/poll_loop.hpp"
 #include "actors/protocol.hpp"
 #include "ipc/wire.hpp"
 #include "ipc/zmq_sockets.hpp"
@@ -13,10 +13,6 @@
 namespace ag {
 
 namespace {
-
-// How long one poll of the socket blocks: the latency of noticing an exit request, not of a
-// message (a message ends the poll at once).
-constexpr std::chrono::milliseconds poll_slice{50};
 
 struct puller_state {
   std::shared_ptr<zmq::context_t> ctx; // outlives the socket below
@@ -37,7 +33,7 @@ struct lane_error : error {
 
 // Checks that lane's messages arrive with ids 1, 2, 3, ...
 void check_sequence(puller_state& st, uint32_t lane, uint64_t id) {
-  if (lane == 0) // the controller's own cpu lane: no child speaks for it
+  if (lane == cpu_lane) // the controller's own: no child speaks for it
     throw error("wire: a child's message names lane 0, the controller's cpu");
   auto& last = st.last_id[lane];
   if (id != last + 1)
@@ -92,31 +88,18 @@ caf::behavior puller(puller_actor* self, std::shared_ptr<zmq::context_t> ctx,
   st.ctx = std::move(ctx);
   st.executor = std::move(executor);
   st.sock = zmqs::puller(*st.ctx, endpoint);
-  self->send(self, poll_atom::value);
-  return {
-    [=](poll_atom) {
-      auto& st = self->state;
-      try {
-        // Drain what is there (a bounded number, so that an exit request is still seen under
-        // load), blocking for at most one slice when there is nothing.
-        auto timeout = poll_slice;
-        for (int i = 0; i < 1024; ++i) {
-          auto r = zmqs::receive(*st.sock, timeout);
-          if (!r)
-            break;
-          handle(self, *r);
-          timeout = std::chrono::milliseconds{0};
-        }
-      } catch (const lane_error& e) {
-        self->send(st.executor, failed_atom::value, e.lane, uint64_t{0},
-                   std::string{"protocol error from its child: "} + e.what());
-      } catch (const std::exception& e) { // a frame no lane can be blamed for
-        self->send(st.executor, failed_atom::value, no_lane, uint64_t{0},
-                   std::string{"protocol error from a child: "} + e.what());
-      }
-      self->send(self, poll_atom::value);
-    },
-  };
+  return poll_loop(self, [=] {
+    auto& st = self->state;
+    try { // a protocol error ends the drain
+      zmqs::drain(*st.sock, [&](zmqs::received& r) { handle(self, r); });
+    } catch (const lane_error& e) {
+      self->send(st.executor, failed_atom::value, e.lane, uint64_t{0},
+                 std::string{"protocol error from its child: "} + e.what());
+    } catch (const std::exception& e) { // a frame no lane can be blamed for
+      self->send(st.executor, failed_atom::value, no_lane, uint64_t{0},
+                 std::string{"protocol error from a child: "} + e.what());
+    }
+  });
 }
 
 } // namespace

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <tuple>
+#include <type_traits>
 
 #include <caf/all.hpp>
 
@@ -72,7 +74,22 @@ caf::duration request_timeout(std::chrono::milliseconds wait) {
   return caf::duration{saturating_add(wait, std::chrono::seconds{5})};
 }
 
-class controller final : public detail::runtime_core {
+// A receive handler that keeps a reply of several values.
+template <class... Us>
+auto keep_reply(std::optional<std::tuple<Us...>>& out) {
+  return [&out](Us&... xs) { out.emplace(std::move(xs)...); };
+}
+
+template <class T>
+struct is_tuple : std::false_type {};
+template <class... Us>
+struct is_tuple<std::tuple<Us...>> : std::true_type {};
+
+} // namespace
+
+namespace detail {
+
+class controller final : public runtime_core {
 public:
   controller(caf::actor_system* borrowed, graph_option opt) : opt_(std::move(opt)) {
     for (auto [name, d] : {std::pair{"wait_timeout", &opt_.wait_timeout},
@@ -84,9 +101,10 @@ public:
       *d = normalized(*d);
     }
     devices_ = resolve_devices(opt_.devices);
-    std::vector<std::string> lane_names{"cpu"};
-    for (const auto& d : devices_)
-      lane_names.push_back(d.str());
+    std::vector<std::string> lane_names(devices_.size() + 1);
+    lane_names[cpu_lane] = "cpu";
+    for (std::size_t i = 0; i < devices_.size(); ++i)
+      lane_names[device_lane(i)] = devices_[i].str();
     flow_ = std::make_shared<flow_control>(
       std::move(lane_names),
       flow_control::limits{opt_.max_in_flight_ops, opt_.max_in_flight_bytes});
@@ -229,22 +247,9 @@ public:
   void sync() override { wait<caf::unit_t>("sync", sync_atom::value); }
 
   runtime_stats stats() {
-    if (stopped_)
-      throw error("stats: the runtime was destroyed");
-    runtime_stats out;
-    std::optional<caf::error> err;
-    {
-      caf::scoped_actor self{*sys_};
-      self->request(executor_, request_timeout(opt_.wait_timeout), stats_atom::value)
-        .receive(
-          [&](uint64_t store, uint64_t dev, uint64_t batches, uint64_t ops) {
-            out = {store, dev, batches, ops};
-          },
-          [&](caf::error& e) { err = std::move(e); });
-    }
-    forget_thread_logger();
-    if (err)
-      throw error(describe(*err, "stats"));
+    const auto [store_bytes, device_bytes, batches, operators] =
+      wait<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>>("stats", stats_atom::value);
+    runtime_stats out{store_bytes, device_bytes, batches, operators};
     const auto flow = flow_->stats();
     for (auto ops : flow.ops)
       out.in_flight_ops += ops;
@@ -268,10 +273,10 @@ private:
     if (!timeline_)
       return;
     if (opt_.per_device_per_process)
-      for (std::size_t lane = 1; lane <= devices_.size(); ++lane) {
-        const auto& dev = devices_[lane - 1];
+      for (std::size_t i = 0; i < devices_.size(); ++i) {
+        const auto& dev = devices_[i];
         try { // a part that cannot be merged costs its own events, not the timeline
-          if (!timeline_->merge_part(timeline_part(env_->setup(), lane)))
+          if (!timeline_->merge_part(timeline_part(env_->setup(), device_lane(i))))
             std::cerr << "actorgraph: timeline: " << dev.str()
                       << " left no events (its child did not exit in order)\n";
         } catch (const std::exception& e) {
@@ -287,10 +292,10 @@ private:
   }
 
   uint32_t lane_of(const device& d) const noexcept {
-    for (uint32_t i = 0; i < devices_.size(); ++i)
+    for (std::size_t i = 0; i < devices_.size(); ++i)
       if (devices_[i] == d)
-        return i + 1;
-    return 0; // cpu
+        return device_lane(i);
+    return cpu_lane;
   }
 
   // A wait of the user's thread on the executor, with the runtime's deadline; its error becomes
@@ -303,6 +308,7 @@ private:
     return ask<T>(what, request_timeout(opt_.wait_timeout), std::forward<Ts>(xs)...);
   }
 
+  // T: caf::unit_t for an empty reply, std::tuple<...> for a reply of several values.
   template <class T, class... Ts>
   T ask(const std::string& what, caf::duration timeout, Ts&&... xs) {
     std::optional<T> result;
@@ -313,6 +319,8 @@ private:
       auto handle = self->request(executor_, timeout, std::forward<Ts>(xs)...);
       if constexpr (std::is_same_v<T, caf::unit_t>) // CAF answers unit with an empty message
         handle.receive([&] { result = caf::unit; }, on_error);
+      else if constexpr (is_tuple<T>::value)
+        handle.receive(keep_reply(result), on_error);
       else
         handle.receive([&](T& x) { result = std::move(x); }, on_error);
     }
@@ -337,16 +345,13 @@ private:
   std::shared_ptr<ag::timeline> timeline_;
 };
 
-controller& as_controller(const std::shared_ptr<detail::runtime_core>& core) {
-  return static_cast<controller&>(*core);
-}
+} // namespace detail
 
-} // namespace
-
-runtime::runtime(graph_option opt) : core_(std::make_shared<controller>(nullptr, std::move(opt))) {}
+runtime::runtime(graph_option opt)
+  : core_(std::make_shared<detail::controller>(nullptr, std::move(opt))) {}
 
 runtime::runtime(caf::actor_system& sys, graph_option opt)
-  : core_(std::make_shared<controller>(&sys, std::move(opt))) {}
+  : core_(std::make_shared<detail::controller>(&sys, std::move(opt))) {}
 
 runtime::~runtime() {
   try {
@@ -357,7 +362,7 @@ runtime::~runtime() {
   // Now, whichever thread this is and whoever else still holds the core for a moment (a thread
   // inside to_vector()): their waits end with ag::error. Tensors still alive hold weak references
   // only: once the core goes, they throw ag::error.
-  as_controller(core_).stop();
+  core_->stop();
 }
 
 tensor runtime::full(const shape_t& shape, float value, const device& where) {
@@ -367,12 +372,9 @@ tensor runtime::full(const shape_t& shape, float value, const device& where) {
   op_request req;
   req.kind = op_kind::fill;
   req.where = where;
-  req.out = core_->next_id();
   req.count = detail::element_count(shape, "full");
   req.scalar = value;
-  const operand_id out = req.out;
-  core_->submit(std::move(req));
-  return detail::tensor_node::make(core_, out, shape, where);
+  return detail::submit(core_, std::move(req), shape);
 }
 
 tensor runtime::from_vector(const shape_t& shape, std::vector<float> values, const device& where) {
@@ -386,22 +388,17 @@ tensor runtime::from_vector(const shape_t& shape, std::vector<float> values, con
   op_request req;
   req.kind = op_kind::upload;
   req.where = where;
-  req.out = core_->next_id();
   req.count = count;
   req.data = std::move(values);
-  const operand_id out = req.out;
-  core_->submit(std::move(req));
-  return detail::tensor_node::make(core_, out, shape, where);
+  return detail::submit(core_, std::move(req), shape);
 }
 
 void runtime::sync() { core_->sync(); }
 
-const std::vector<device>& runtime::devices() const noexcept {
-  return as_controller(core_).devices();
-}
+const std::vector<device>& runtime::devices() const noexcept { return core_->devices(); }
 
-const graph_option& runtime::option() const noexcept { return as_controller(core_).option(); }
+const graph_option& runtime::option() const noexcept { return core_->option(); }
 
-runtime_stats runtime::stats() { return as_controller(core_).stats(); }
+runtime_stats runtime::stats() { return core_->stats(); }
 
 } // namespace ag

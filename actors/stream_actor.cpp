@@ -49,6 +49,9 @@ struct stream_state {
   uint64_t host_bytes_unconfirmed = 0; // copied from or to the store since the last acknowledgement
   uint64_t host_bytes_budget = 0;
 
+  // This lane's timeline track in its process: track 0 is the executor's in the controller.
+  int track() const noexcept { return static_cast<int>(lane) + 1; }
+
   static inline const char* name = "ag.stream";
 };
 
@@ -89,7 +92,7 @@ void acknowledge(stream_self self, std::size_t count, bool always = false) {
   auto& st = self->state;
   if (count == 0 && !always)
     return;
-  const auto began = st.timeline ? timeline::clock::now() : timeline::clock::time_point{};
+  timeline::scoped_span span{st.timeline.get(), st.pid, st.track(), "synchronize", "batch"};
   if (!st.failed) {
     try {
       st.stream->synchronize();
@@ -100,9 +103,8 @@ void acknowledge(stream_self self, std::size_t count, bool always = false) {
                  st.dev.str() + ": " + e.what());
     }
   }
-  if (st.timeline)
-    st.timeline->span(st.pid, static_cast<int>(st.lane) + 1, "synchronize", "batch", began,
-                      timeline::clock::now(), {{"batches", std::to_string(count), true}});
+  span.add("batches", count);
+  span.close();
   for (std::size_t i = 0; i < count; ++i)
     self->send(st.executor, done_atom::value, st.lane, st.pending[i].ops_after,
                st.pending[i].live);
@@ -122,7 +124,7 @@ stream_actor::behavior_type stream_behavior(stream_self self, runner_answers_act
   st.timeline = std::move(tl);
   st.pid = static_cast<int>(::getpid());
   if (st.timeline)
-    st.timeline->name_track(st.pid, static_cast<int>(lane) + 1, dev.str());
+    st.timeline->name_track(st.pid, st.track(), dev.str());
   st.host_bytes_budget = std::max<uint64_t>(store_size / store_share, 1);
   try {
     st.stream = make_stream(dev);
@@ -140,8 +142,7 @@ stream_actor::behavior_type stream_behavior(stream_self self, runner_answers_act
       auto& st = self->state;
       std::string failure;
       uint64_t failed_at = 0;
-      const auto began = st.timeline ? timeline::clock::now() : timeline::clock::time_point{};
-      const int track = static_cast<int>(st.lane) + 1;
+      timeline::scoped_span batch_span{st.timeline.get(), st.pid, st.track(), "batch", "batch"};
       const auto releases = release_points(b);
       std::size_t released = 0;
       auto release_through = [&](std::size_t op_index) {
@@ -151,26 +152,26 @@ stream_actor::behavior_type stream_behavior(stream_self self, runner_answers_act
       release_through(0); // operands no operator of this batch uses
       if (!st.failed) {
         for (std::size_t i = 0; i < b.ops.size() && failure.empty(); ++i) {
+          const uint64_t index = b.ops_before + i + 1;
           try {
-            const auto t0 = st.timeline ? timeline::clock::now() : timeline::clock::time_point{};
+            timeline::scoped_span op_span{st.timeline.get(), st.pid, st.track(), {}, "op"};
             st.runner->run(b.ops[i]);
-            if (st.timeline)
-              st.timeline->span(st.pid, track, describe(b.ops[i]), "op", t0,
-                                timeline::clock::now(),
-                                {{"index", std::to_string(b.ops_before + i + 1), true}});
+            if (op_span) {
+              op_span.rename(describe(b.ops[i]));
+              op_span.add("index", index);
+            }
           } catch (const std::exception& e) {
             failure = e.what();
-            failed_at = b.ops_before + i + 1;
+            failed_at = index;
           }
           release_through(i + 1);
         }
       }
       release_through(b.ops.size());
-      if (st.timeline)
-        st.timeline->span(st.pid, track, "batch", "batch", began, timeline::clock::now(),
-                          {{"operators", std::to_string(b.ops.size()), true},
-                           {"released", std::to_string(b.no_hold.size()), true},
-                           {"ops_after", std::to_string(b.ops_after()), true}});
+      batch_span.add("operators", b.ops.size());
+      batch_span.add("released", b.no_hold.size());
+      batch_span.add("ops_after", b.ops_after());
+      batch_span.close();
       st.pending.push_back({b.ops_after(), static_cast<uint64_t>(st.runner->live_bytes())});
       st.ops_unconfirmed += b.ops.size();
       for (const auto& op : b.ops)

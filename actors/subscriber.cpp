@@ -5,6 +5,7 @@
 #include <caf/all.hpp>
 
 #include "actorgraph/error.hpp"
+#include "actors/poll_loop.hpp"
 #include "actors/protocol.hpp"
 #include "ipc/wire.hpp"
 #include "ipc/zmq_sockets.hpp"
@@ -12,8 +13,6 @@
 namespace ag {
 
 namespace {
-
-constexpr std::chrono::milliseconds poll_slice{50};
 
 struct subscriber_state {
   std::shared_ptr<zmq::context_t> ctx; // outlives the socket below
@@ -96,30 +95,19 @@ caf::behavior subscriber(subscriber_actor* self, std::shared_ptr<zmq::context_t>
   st.pusher = std::move(pusher);
   st.main = std::move(main);
   st.sock = zmqs::subscriber(*st.ctx, endpoint);
-  self->send(self, poll_atom::value);
-  return {
-    [=](poll_atom) {
-      auto& st = self->state;
-      auto timeout = poll_slice;
-      for (int i = 0; i < 1024; ++i) {
-        try {
-          auto r = zmqs::receive(*st.sock, timeout);
-          if (!r)
-            break;
-          handle(self, *r);
-        } catch (const std::exception& e) {
-          if (st.broken)
-            continue;
-          st.broken = true;
-          self->send(st.pusher, failed_atom::value, st.lane, uint64_t{0},
-                     std::string{"protocol error: "} + e.what());
-        }
-        timeout = std::chrono::milliseconds{0};
-      }
-      st.report(self, true);
-      self->send(self, poll_atom::value);
-    },
-  };
+  return poll_loop(self, [=] {
+    auto& st = self->state;
+    zmqs::drain( // a protocol error is reported once, and the drain goes on (for a Destroy)
+      *st.sock, [&](zmqs::received& r) { handle(self, r); },
+      [&](const std::exception& e) {
+        if (st.broken)
+          return;
+        st.broken = true;
+        self->send(st.pusher, failed_atom::value, st.lane, uint64_t{0},
+                   std::string{"protocol error: "} + e.what());
+      });
+    st.report(self, true);
+  });
 }
 
 } // namespace

@@ -85,7 +85,7 @@ void* caching_allocator::allocate(std::size_t bytes) {
                        + " bytes in use by this stream, its cache released)");
     }
   }
-  CUDA_TRY(status); // any other failure (no device, sticky error) names its CUDA error
+  AG_CUDA_TRY(status); // any other failure (no device, sticky error) names its CUDA error
 
   in_use_.emplace(p, size);
   live_bytes_ += size;
@@ -110,14 +110,14 @@ void caching_allocator::deallocate(void* ptr, std::size_t bytes) noexcept {
     cached_bytes_ += size;
   } catch (...) {
     // No host memory for the free list: hand the block back to the driver instead.
-    CUDA_TRY_NOTHROW(cudaFree(ptr));
+    AG_CUDA_TRY_NOTHROW(cudaFree(ptr));
   }
 }
 
 void caching_allocator::release_cache() noexcept {
   for (auto& entry : free_)
     for (void* p : entry.second)
-      CUDA_TRY_NOTHROW(cudaFree(p));
+      AG_CUDA_TRY_NOTHROW(cudaFree(p));
   free_.clear();
   cached_bytes_ = 0;
 }
@@ -133,16 +133,16 @@ void caching_allocator::free_all() noexcept {
     previous = -1;
   }
   if (previous != device_)
-    CUDA_TRY_NOTHROW(cudaSetDevice(device_));
+    AG_CUDA_TRY_NOTHROW(cudaSetDevice(device_));
   release_cache();
   // Blocks still in use at the end belong to nobody any more: the owning stream has been
   // synchronized, so no kernel reads them.
   for (auto& entry : in_use_)
-    CUDA_TRY_NOTHROW(cudaFree(entry.first));
+    AG_CUDA_TRY_NOTHROW(cudaFree(entry.first));
   in_use_.clear();
   live_bytes_ = 0;
   if (previous >= 0 && previous != device_)
-    CUDA_TRY_NOTHROW(cudaSetDevice(previous));
+    AG_CUDA_TRY_NOTHROW(cudaSetDevice(previous));
 }
 
 } // namespace ag

@@ -1,4 +1,4 @@
-// cuda_error and CUDA_TRY: how every CUDA runtime and cuBLAS failure becomes an ag::error that
+// cuda_error and AG_CUDA_TRY: how every CUDA runtime and cuBLAS failure becomes an ag::error that
 // names the call, where it was made, the device and CUDA's own words (as NVIDIA cuCollections).
 // Only the CUDA backend includes this header; it needs the CUDA include path.
 #pragma once
@@ -63,7 +63,7 @@ inline std::string cublas_status_text(cublasStatus_t status) {
 [[noreturn]] inline void throw_cuda_error(cudaError_t status, const char* call, const char* file,
                                           int line) {
   // A non-sticky error is also recorded as the thread's "last error"; clear it so that the next
-  // CUDA_TRY(cudaGetLastError()) after a kernel launch does not report this failure again.
+  // AG_CUDA_TRY(cudaGetLastError()) after a kernel launch does not report this failure again.
   (void)cudaGetLastError();
   throw cuda_error(cuda_message(cuda_status_text(status), call, file, line));
 }
@@ -100,15 +100,15 @@ inline void report_cublas_error(cublasStatus_t status, const char* call, const c
 } // namespace ag
 
 // Throws ag::cuda_error when a CUDA runtime call does not return cudaSuccess.
-#define CUDA_TRY(call)                                                                             \
+#define AG_CUDA_TRY(call)                                                                          \
   do {                                                                                             \
     const cudaError_t ag_cuda_status_ = (call);                                                    \
     if (ag_cuda_status_ != cudaSuccess)                                                            \
       ::ag::detail::throw_cuda_error(ag_cuda_status_, #call, __FILE__, __LINE__);                  \
   } while (0)
 
-// CUDA_TRY for destructors and noexcept functions: reports the failure to stderr and goes on.
-#define CUDA_TRY_NOTHROW(call)                                                                     \
+// AG_CUDA_TRY for destructors and noexcept functions: reports the failure to stderr and goes on.
+#define AG_CUDA_TRY_NOTHROW(call)                                                                  \
   do {                                                                                             \
     const cudaError_t ag_cuda_status_ = (call);                                                    \
     if (ag_cuda_status_ != cudaSuccess)                                                            \
@@ -116,14 +116,14 @@ inline void report_cublas_error(cublasStatus_t status, const char* call, const c
   } while (0)
 
 // Throws ag::cuda_error when a cuBLAS call does not return CUBLAS_STATUS_SUCCESS.
-#define CUBLAS_TRY(call)                                                                           \
+#define AG_CUBLAS_TRY(call)                                                                        \
   do {                                                                                             \
     const cublasStatus_t ag_cublas_status_ = (call);                                               \
     if (ag_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                                \
       ::ag::detail::throw_cublas_error(ag_cublas_status_, #call, __FILE__, __LINE__);              \
   } while (0)
 
-#define CUBLAS_TRY_NOTHROW(call)                                                                   \
+#define AG_CUBLAS_TRY_NOTHROW(call)                                                                \
   do {                                                                                             \
     const cublasStatus_t ag_cublas_status_ = (call);                                               \
     if (ag_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                                \

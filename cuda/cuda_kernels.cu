@@ -119,7 +119,7 @@ void launch_binary(const float* a, const float* b, float* out, std::size_t count
                    cudaStream_t stream, F f) {
   binary_kernel<<<grid_for(count, elementwise_max_blocks), block_threads, 0, stream>>>(a, b, out,
                                                                                      count, f);
-  CUDA_TRY(cudaGetLastError());
+  AG_CUDA_TRY(cudaGetLastError());
 }
 
 } // namespace
@@ -129,7 +129,7 @@ void fill(float* out, std::size_t count, float value, cudaStream_t stream) {
     return; // a launch of zero blocks is an error, and there is nothing to do
   fill_kernel<<<grid_for(count, elementwise_max_blocks), block_threads, 0, stream>>>(out, count,
                                                                                    value);
-  CUDA_TRY(cudaGetLastError());
+  AG_CUDA_TRY(cudaGetLastError());
 }
 
 void binary(op_kind kind, const float* a, const float* b, float* out, std::size_t count,
@@ -159,7 +159,7 @@ void relu(const float* a, float* out, std::size_t count, cudaStream_t stream) {
     return;
   relu_kernel<<<grid_for(count, elementwise_max_blocks), block_threads, 0, stream>>>(a, out,
                                                                                    count);
-  CUDA_TRY(cudaGetLastError());
+  AG_CUDA_TRY(cudaGetLastError());
 }
 
 std::size_t sum_scratch_bytes() noexcept { return sum_max_blocks * sizeof(double); }
@@ -167,14 +167,14 @@ std::size_t sum_scratch_bytes() noexcept { return sum_max_blocks * sizeof(double
 void sum(const float* a, float* out, std::size_t count, double* scratch, cudaStream_t stream) {
   if (count == 0) {
     // +0.0f is all zero bits.
-    CUDA_TRY(cudaMemsetAsync(out, 0, sizeof(float), stream));
+    AG_CUDA_TRY(cudaMemsetAsync(out, 0, sizeof(float), stream));
     return;
   }
   const unsigned blocks = grid_for(count, sum_max_blocks);
   sum_partials_kernel<<<blocks, block_threads, 0, stream>>>(a, count, scratch);
-  CUDA_TRY(cudaGetLastError());
+  AG_CUDA_TRY(cudaGetLastError());
   sum_final_kernel<<<1, block_threads, 0, stream>>>(scratch, blocks, out);
-  CUDA_TRY(cudaGetLastError());
+  AG_CUDA_TRY(cudaGetLastError());
 }
 
 } // namespace ag::cuda

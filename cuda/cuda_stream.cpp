@@ -36,18 +36,18 @@ int bind_device(int index) {
   if (index < 0 || index >= count)
     throw error(device_name(index) + ": only " + std::to_string(count)
                 + " CUDA devices visible");
-  CUDA_TRY(cudaSetDevice(index));
+  AG_CUDA_TRY(cudaSetDevice(index));
   return index;
 }
 
 struct stream_deleter {
-  void operator()(cudaStream_t s) const noexcept { CUDA_TRY_NOTHROW(cudaStreamDestroy(s)); }
+  void operator()(cudaStream_t s) const noexcept { AG_CUDA_TRY_NOTHROW(cudaStreamDestroy(s)); }
 };
 using stream_ptr = std::unique_ptr<CUstream_st, stream_deleter>;
 
 struct cublas_deleter {
   void operator()(cublasHandle_t h) const noexcept {
-    CUBLAS_TRY_NOTHROW(cublas::get().destroy(h));
+    AG_CUBLAS_TRY_NOTHROW(cublas::get().destroy(h));
   }
 };
 using cublas_ptr = std::unique_ptr<cublasContext, cublas_deleter>;
@@ -56,19 +56,19 @@ stream_ptr make_stream_handle() {
   cudaStream_t s = nullptr;
   // Non-blocking: the legacy default stream (which other libraries in the process may use) must not
   // serialize with this one.
-  CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  AG_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   return stream_ptr(s);
 }
 
 cublas_ptr make_cublas_handle(cudaStream_t stream) {
   const auto& api = cublas::get();
   cublasHandle_t h = nullptr;
-  CUBLAS_TRY(api.create(&h));
+  AG_CUBLAS_TRY(api.create(&h));
   cublas_ptr owned(h);
-  CUBLAS_TRY(api.set_stream(h, stream));
+  AG_CUBLAS_TRY(api.set_stream(h, stream));
   // Full FP32 (no TF32 tensor cores): results stay within 1e-4 of the CPU reference, which users
   // and tests compare against.
-  CUBLAS_TRY(api.set_math_mode(h, CUBLAS_DEFAULT_MATH));
+  AG_CUBLAS_TRY(api.set_math_mode(h, CUBLAS_DEFAULT_MATH));
   return owned;
 }
 
@@ -121,7 +121,7 @@ public:
     if (it == chunks_.end() || --it->second.users > 0)
       return;
     if (it->second.owned)
-      CUDA_TRY_NOTHROW(cudaHostUnregister(base));
+      AG_CUDA_TRY_NOTHROW(cudaHostUnregister(base));
     chunks_.erase(it);
   }
 
@@ -160,8 +160,8 @@ public:
   ~cuda_stream() override {
     int current = -1;
     if (cudaGetDevice(&current) != cudaSuccess || current != index_)
-      CUDA_TRY_NOTHROW(cudaSetDevice(index_));
-    CUDA_TRY_NOTHROW(cudaStreamSynchronize(stream_.get()));
+      AG_CUDA_TRY_NOTHROW(cudaSetDevice(index_));
+    AG_CUDA_TRY_NOTHROW(cudaStreamSynchronize(stream_.get()));
     for (auto& r : regions_)
       unpin(r);
   }
@@ -207,7 +207,7 @@ public:
       return; // out is empty; cuBLAS would reject a leading dimension of 0
     if (ki == 0) {
       // An empty inner product is 0; cuBLAS would reject ldb = k = 0.
-      CUDA_TRY(cudaMemsetAsync(out, 0, m * n * sizeof(float), stream_.get()));
+      AG_CUDA_TRY(cudaMemsetAsync(out, 0, m * n * sizeof(float), stream_.get()));
       return;
     }
     // cuBLAS is column-major. A row-major [r,c] matrix is its column-major transpose [c,r], so
@@ -217,8 +217,8 @@ public:
     const float zero = 0.0f;
     if (!cublas_) // created with the first matmul: see cuda/cublas_loader.hpp
       cublas_ = make_cublas_handle(stream_.get());
-    CUBLAS_TRY(cublas::get().sgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki, &one, b, ni, a, ki,
-                           &zero, out, ni));
+    AG_CUBLAS_TRY(cublas::get().sgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki, &one, b,
+                                      ni, a, ki, &zero, out, ni));
   }
 
   void copy(void* dst, bool dst_on_host, const void* src, bool src_on_host,
@@ -240,9 +240,9 @@ public:
       const std::size_t n = pin(static_cast<const std::byte*>(host) + done, bytes - done);
       // With unified addressing the pointers say where they live; cudaMemcpyDefault lets a
       // mislabelled side still copy correctly rather than fault.
-      CUDA_TRY(cudaMemcpyAsync(static_cast<std::byte*>(dst) + done,
-                               static_cast<const std::byte*>(src) + done, n, cudaMemcpyDefault,
-                               stream_.get()));
+      AG_CUDA_TRY(cudaMemcpyAsync(static_cast<std::byte*>(dst) + done,
+                                  static_cast<const std::byte*>(src) + done, n, cudaMemcpyDefault,
+                                  stream_.get()));
       done += n;
     }
   }
@@ -266,7 +266,7 @@ public:
       if (it->base != base)
         continue;
       // Unpinning under an asynchronous copy would leave it reading unpinned pages.
-      CUDA_TRY_NOTHROW(cudaStreamSynchronize(stream_.get()));
+      AG_CUDA_TRY_NOTHROW(cudaStreamSynchronize(stream_.get()));
       unpin(*it);
       regions_.erase(it);
       return;
@@ -274,7 +274,7 @@ public:
   }
 
   // Also where a failed kernel reports: errors while running are sticky and surface here.
-  void synchronize() override { CUDA_TRY(cudaStreamSynchronize(stream_.get())); }
+  void synchronize() override { AG_CUDA_TRY(cudaStreamSynchronize(stream_.get())); }
 
 private:
   int index_;

@@ -36,13 +36,13 @@ double median(std::vector<double> v) {
 class scope {
 public:
   explicit scope(int device) {
-    CUDA_TRY(cudaSetDevice(device));
-    CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    AG_CUDA_TRY(cudaSetDevice(device));
+    AG_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
   ~scope() {
     for (void* p : buffers_)
-      CUDA_TRY_NOTHROW(cudaFree(p));
-    CUDA_TRY_NOTHROW(cudaStreamDestroy(stream_));
+      AG_CUDA_TRY_NOTHROW(cudaFree(p));
+    AG_CUDA_TRY_NOTHROW(cudaStreamDestroy(stream_));
   }
   scope(const scope&) = delete;
   scope& operator=(const scope&) = delete;
@@ -50,14 +50,14 @@ public:
   template <class T>
   T* alloc(std::size_t count) {
     void* p = nullptr;
-    CUDA_TRY(cudaMalloc(&p, count * sizeof(T)));
+    AG_CUDA_TRY(cudaMalloc(&p, count * sizeof(T)));
     buffers_.push_back(p);
-    CUDA_TRY(cudaMemsetAsync(p, 0, count * sizeof(T), stream_));
+    AG_CUDA_TRY(cudaMemsetAsync(p, 0, count * sizeof(T), stream_));
     return static_cast<T*>(p);
   }
 
   cudaStream_t stream() const noexcept { return stream_; }
-  void sync() const { CUDA_TRY(cudaStreamSynchronize(stream_)); }
+  void sync() const { AG_CUDA_TRY(cudaStreamSynchronize(stream_)); }
 
 private:
   cudaStream_t stream_ = nullptr;
@@ -127,18 +127,18 @@ std::optional<double> h2d_registered_gbps(int device, std::size_t bytes, int rep
   } unmapped{host, bytes};
   std::fill_n(static_cast<char*>(host), bytes, char{1});
   scope s{device};
-  CUDA_TRY(cudaHostRegister(host, bytes, cudaHostRegisterPortable));
+  AG_CUDA_TRY(cudaHostRegister(host, bytes, cudaHostRegisterPortable));
   struct unregister {
     void* p;
-    ~unregister() { CUDA_TRY_NOTHROW(cudaHostUnregister(p)); }
+    ~unregister() { AG_CUDA_TRY_NOTHROW(cudaHostUnregister(p)); }
   } unregistered{host};
   auto* dst = s.alloc<char>(bytes);
-  CUDA_TRY(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, s.stream()));
+  AG_CUDA_TRY(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, s.stream()));
   s.sync();
   std::vector<double> rates;
   for (int i = 0; i < repeats; ++i) {
     const auto t0 = clock_type::now();
-    CUDA_TRY(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, s.stream()));
+    AG_CUDA_TRY(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, s.stream()));
     s.sync();
     rates.push_back(double(bytes) / (us_since(t0) * 1e3));
   }
@@ -155,16 +155,16 @@ std::optional<double> sgemm_tflops(int device, int n, int repeats) {
   auto* b = s.alloc<float>(elems);
   auto* c = s.alloc<float>(elems);
   cublasHandle_t h = nullptr;
-  CUBLAS_TRY(api.create(&h));
+  AG_CUBLAS_TRY(api.create(&h));
   struct destroy {
     cublasHandle_t h;
-    ~destroy() { CUBLAS_TRY_NOTHROW(cublas::get().destroy(h)); }
+    ~destroy() { AG_CUBLAS_TRY_NOTHROW(cublas::get().destroy(h)); }
   } destroyed{h};
-  CUBLAS_TRY(api.set_stream(h, s.stream()));
-  CUBLAS_TRY(api.set_math_mode(h, CUBLAS_DEFAULT_MATH));
+  AG_CUBLAS_TRY(api.set_stream(h, s.stream()));
+  AG_CUBLAS_TRY(api.set_math_mode(h, CUBLAS_DEFAULT_MATH));
   const float one = 1.0f, zero = 0.0f;
   auto gemm = [&] {
-    CUBLAS_TRY(api.sgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, n, a, n, &zero, c, n));
+    AG_CUBLAS_TRY(api.sgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, n, a, n, &zero, c, n));
   };
   gemm();
   s.sync();

@@ -111,6 +111,15 @@ typename Inspector::result_type inspect(Inspector& f, op_request& x) {
            x.n, x.scalar, x.data);
 }
 
+// The executor's lanes, one per place operators run, each running its operators in order: lane 0
+// is the cpu (the controller's own runner, over the host tensor store), lane i + 1 the runtime's
+// device i (its place in runtime::devices()), served by a stream actor or a child process.
+inline constexpr uint32_t cpu_lane = 0;
+
+constexpr uint32_t device_lane(std::size_t device_index) noexcept {
+  return static_cast<uint32_t>(device_index) + 1;
+}
+
 // What the executor sends a runner (one lane) per mailbox drain: the seed's Execute(ops,
 // noHoldOperands). ops_before counts the operators the lane was sent before this batch, so a lane's
 // acknowledgement "ops_after() done" says exactly which operators have run; the runner releases

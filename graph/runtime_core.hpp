@@ -69,6 +69,10 @@ struct tensor_node {
   ag::dtype type = ag::dtype::float32;
 };
 
+// Names the result of the operator `req` describes (req.out, a fresh id), submits it and returns
+// the handle of that result: a tensor of `shape` on req.where.
+tensor submit(const std::shared_ptr<runtime_core>& rt, op_request&& req, shape_t shape);
+
 // Elements of a shape; throws ag::error naming `what` for a negative dimension or an overflow.
 uint64_t element_count(const shape_t& shape, const char* what);
 

@@ -31,6 +31,14 @@ std::shared_ptr<runtime_core> tensor_node::live(const char* what) const {
   return rt;
 }
 
+tensor submit(const std::shared_ptr<runtime_core>& rt, op_request&& req, shape_t shape) {
+  req.out = rt->next_id();
+  const operand_id out = req.out;
+  const device where = req.where;
+  rt->submit(std::move(req));
+  return tensor_node::make(rt, out, std::move(shape), where);
+}
+
 uint64_t element_count(const shape_t& shape, const char* what) {
   uint64_t n = 1;
   for (auto d : shape) {
@@ -96,13 +104,10 @@ tensor elementwise(op_kind kind, const tensor& x, const tensor& y, const tensor_
   op_request req;
   req.kind = kind;
   req.where = a.where;
-  req.out = rt->next_id();
   req.a = a.id;
   req.b = b.id;
   req.count = detail::element_count(a.shape, name.c_str());
-  const operand_id out = req.out;
-  rt->submit(std::move(req));
-  return tensor_node::make(rt, out, a.shape, a.where);
+  return detail::submit(rt, std::move(req), a.shape);
 }
 
 } // namespace
@@ -141,7 +146,6 @@ tensor tensor::matmul(const tensor& rhs) const {
   op_request req;
   req.kind = op_kind::matmul;
   req.where = a.where;
-  req.out = rt->next_id();
   req.a = a.id;
   req.b = b.id;
   req.m = static_cast<uint64_t>(a.shape[0]);
@@ -149,9 +153,7 @@ tensor tensor::matmul(const tensor& rhs) const {
   req.n = static_cast<uint64_t>(b.shape[1]);
   shape_t out_shape{a.shape[0], b.shape[1]};
   req.count = detail::element_count(out_shape, "matmul");
-  const operand_id out = req.out;
-  rt->submit(std::move(req));
-  return tensor_node::make(rt, out, std::move(out_shape), a.where);
+  return detail::submit(rt, std::move(req), std::move(out_shape));
 }
 
 namespace {
@@ -162,12 +164,9 @@ tensor unary(op_kind kind, const tensor_node& a, shape_t out_shape) {
   op_request req;
   req.kind = kind;
   req.where = a.where;
-  req.out = rt->next_id();
   req.a = a.id;
   req.count = detail::element_count(kind == op_kind::sum ? a.shape : out_shape, name.c_str());
-  const operand_id out = req.out;
-  rt->submit(std::move(req));
-  return tensor_node::make(rt, out, std::move(out_shape), a.where);
+  return detail::submit(rt, std::move(req), std::move(out_shape));
 }
 
 } // namespace
@@ -189,12 +188,9 @@ tensor tensor::to(const ag::device& target) const {
   op_request req;
   req.kind = op_kind::copy;
   req.where = target;
-  req.out = rt->next_id();
   req.a = a.id;
   req.count = detail::element_count(a.shape, "to");
-  const operand_id out = req.out;
-  rt->submit(std::move(req));
-  return tensor_node::make(rt, out, a.shape, target);
+  return detail::submit(rt, std::move(req), a.shape);
 }
 
 std::vector<float> tensor::to_vector() const {

@@ -4,8 +4,11 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <exception>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ag {
@@ -31,6 +34,8 @@ public:
   void span(int pid, int tid, const std::string& name, const std::string& category,
             clock::time_point begin, clock::time_point end, std::vector<arg> args = {});
 
+  class scoped_span;
+
   // Events held, metadata included.
   std::size_t size() const;
 
@@ -53,6 +58,69 @@ private:
 
   mutable std::mutex mtx_;
   std::vector<std::string> events_;
+};
+
+// The span of a piece of work, timed from construction to close() (or to the end of its scope)
+// and recorded then as one complete event; with a null timeline it reads no clock and records
+// nothing. A scope left by an exception records nothing either: the work did not complete. Name
+// and arguments may be set until it closes; `if (span)` guards work done only for them.
+class timeline::scoped_span {
+public:
+  scoped_span(timeline* tl, int pid, int tid, std::string name, std::string category)
+    : tl_(tl), pid_(pid), tid_(tid), exceptions_(tl ? std::uncaught_exceptions() : 0) {
+    if (!tl_)
+      return;
+    name_ = std::move(name);
+    category_ = std::move(category);
+    begin_ = clock::now();
+  }
+
+  ~scoped_span() {
+    if (!tl_ || std::uncaught_exceptions() > exceptions_)
+      return;
+    try {
+      close();
+    } catch (...) { // a timeline that cannot take one more event loses it
+    }
+  }
+
+  scoped_span(const scoped_span&) = delete;
+  scoped_span& operator=(const scoped_span&) = delete;
+
+  // True until it closes, when there is a timeline.
+  explicit operator bool() const noexcept { return tl_ != nullptr; }
+
+  void rename(std::string name) {
+    if (tl_)
+      name_ = std::move(name);
+  }
+
+  // An argument shown as a number.
+  void add(const char* key, uint64_t value) {
+    if (tl_)
+      args_.push_back({key, std::to_string(value), true});
+  }
+
+  // Records the span, ending now; the first call only.
+  void close() {
+    if (!tl_)
+      return;
+    auto* tl = std::exchange(tl_, nullptr);
+    tl->span(pid_, tid_, name_, category_, begin_, clock::now(), std::move(args_));
+  }
+
+  // Records nothing, now or later.
+  void drop() noexcept { tl_ = nullptr; }
+
+private:
+  timeline* tl_;
+  int pid_;
+  int tid_;
+  int exceptions_;
+  std::string name_;
+  std::string category_;
+  clock::time_point begin_{};
+  std::vector<arg> args_;
 };
 
 } // namespace ag

@@ -157,7 +157,7 @@ private:
   std::string check_one(const startup_rec& x) const {
     if (auto why = lane(x.lane); !why.empty())
       return why;
-    if (x.lane == 0 || !(x.args.where == begin_.lanes[x.lane]))
+    if (x.lane == cpu_lane || !(x.args.where == begin_.lanes[x.lane]))
       return "start-up arguments of lane " + std::to_string(x.lane) + " name "
              + x.args.where.str();
     return {};
@@ -232,7 +232,7 @@ private:
       if (o.bytes > max_store_bytes)
         return "live operand #" + std::to_string(o.id) + " of " + std::to_string(o.bytes)
                + " bytes";
-      if (o.lane == 0)
+      if (o.lane == cpu_lane)
         if (auto why = range(o.offset, o.bytes, "live cpu operand"); !why.empty())
           return why;
     }
@@ -247,7 +247,7 @@ std::string check_begin(const begin_rec& b) {
   if (b.wire_version != wire::version)
     return "recorded with wire protocol version " + std::to_string(b.wire_version)
            + "; this build speaks " + std::to_string(wire::version);
-  if (b.lanes.empty() || !b.lanes[0].is_cpu())
+  if (b.lanes.size() <= cpu_lane || !b.lanes[cpu_lane].is_cpu())
     return "lane 0 is not the cpu";
   if (b.store_bytes > max_store_bytes)
     return "a store of " + std::to_string(b.store_bytes) + " bytes (at most "
@@ -256,7 +256,7 @@ std::string check_begin(const begin_rec& b) {
     const auto& d = b.lanes[i];
     if (static_cast<uint8_t>(d.type) > static_cast<uint8_t>(device::kind::sim) || d.index < 0)
       return "lane " + std::to_string(i) + " has a bad device";
-    if (i > 0 && d.is_cpu())
+    if (i != cpu_lane && d.is_cpu())
       return "lane " + std::to_string(i) + " is a second cpu";
   }
   return {};

@@ -87,6 +87,19 @@ header decode_header(const void* data, std::size_t size) {
   return h;
 }
 
+std::size_t encoded_size(const batch& x) noexcept {
+  return sizeof(x.lane) + sizeof(x.ops_before) + length_bytes(x.ops.size())
+         + op_desc_bytes * x.ops.size() + length_bytes(x.no_hold.size())
+         + no_hold_bytes * x.no_hold.size();
+}
+
+std::size_t encoded_size(const execute_msg& x) noexcept {
+  std::size_t n = length_bytes(x.batches.size());
+  for (const auto& b : x.batches)
+    n += encoded_size(b);
+  return n;
+}
+
 bytes encode(startup_args& x) { return encode_any(x); }
 bytes encode(execute_msg& x) { return encode_any(x); }
 bytes encode(ready_msg& x) { return encode_any(x); }
@@ -121,10 +134,6 @@ void decode(const void* data, std::size_t size, done_msg& x) { decode_any(data, 
 void decode(const void* data, std::size_t size, failed_msg& x) {
   decode_any(data, size, x, "failed");
 }
-
-} // namespace ag::wire
-
-namespace ag::wire {
 
 void decode(const void* data, std::size_t size, received_msg& x) {
   decode_any(data, size, x, "received");

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <chrono>
+#include <exception>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <zmq.hpp>
 
@@ -34,5 +36,37 @@ struct received {
 // frame followed by exactly one body frame: ag::error naming what was wrong (every frame of it has
 // been consumed).
 std::optional<received> receive(zmq::socket_t& sock, std::chrono::milliseconds timeout);
+
+// How long a drain waits when nothing is there: the latency with which the socket's actor notices
+// an exit request, not that of a message (a message ends the wait at once).
+constexpr std::chrono::milliseconds drain_wait{50};
+// The most messages one drain takes, so that an exit request is still noticed under load.
+constexpr int drain_limit = 1024;
+
+// Receives what `sock` holds and hands each message to `handle`: up to drain_limit messages,
+// waiting up to drain_wait for the first and not at all for the others. An exception from a
+// receive or from `handle` goes to `on_error` (inside the catch, so that `throw;` rethrows it),
+// and the drain goes on with the next message.
+template <class Handle, class OnError>
+void drain(zmq::socket_t& sock, Handle&& handle, OnError&& on_error) {
+  auto timeout = drain_wait;
+  for (int i = 0; i < drain_limit; ++i) {
+    try {
+      auto r = receive(sock, timeout);
+      if (!r)
+        return;
+      handle(*r);
+    } catch (const std::exception& e) {
+      on_error(e);
+    }
+    timeout = std::chrono::milliseconds{0};
+  }
+}
+
+// The same, except that the first exception ends the drain and propagates.
+template <class Handle>
+void drain(zmq::socket_t& sock, Handle&& handle) {
+  drain(sock, std::forward<Handle>(handle), [](const std::exception&) { throw; });
+}
 
 } // namespace ag::zmqs

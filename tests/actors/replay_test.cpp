@@ -179,7 +179,7 @@ TEST_CASE("a changed acknowledgement is a divergence naming the lane, the messag
   const auto changed = rewrite(t, [](std::vector<ag::trace::record>& rs) {
     for (auto& r : rs) {
       auto* a = std::get_if<ag::trace::ack_rec>(&r.body);
-      if (!a || a->type != ag::wire::msg_type::done || a->lane == 0)
+      if (!a || a->type != ag::wire::msg_type::done || a->lane == ag::cpu_lane)
         continue;
       ag::wire::done_msg m;
       ag::wire::decode(a->body.data(), a->body.size(), m);
@@ -209,7 +209,7 @@ TEST_CASE("an operator that fails only in the replay is a divergence naming it",
   const auto changed = rewrite(t, [](std::vector<ag::trace::record>& rs) {
     for (auto& r : rs) {
       auto* l = std::get_if<ag::trace::local_rec>(&r.body);
-      if (!l || l->b.lane == 0)
+      if (!l || l->b.lane == ag::cpu_lane)
         continue;
       for (auto& op : l->b.ops)
         if (op.kind == ag::op_kind::add || op.kind == ag::op_kind::mul) {

@@ -29,7 +29,7 @@ public:
   }
   void operator()(const trace::startup_rec& x) const {
     lane(x.lane, "startup: lane out of range");
-    fuzz::require(x.lane != 0, "startup: arguments of the cpu lane");
+    fuzz::require(x.lane != ag::cpu_lane, "startup: arguments of the cpu lane");
     fuzz::require(x.args.where == begin_.lanes[x.lane], "startup: device is not its lane's");
     fuzz::sink = fuzz::sink + x.args.store_bytes + x.args.pub_endpoint.size();
   }
@@ -94,7 +94,7 @@ public:
   void operator()(const trace::live_rec& x) const {
     for (const auto& o : x.operands) {
       lane(o.lane, "live: lane out of range");
-      if (o.lane == 0)
+      if (o.lane == ag::cpu_lane)
         range(o.offset, o.bytes, "live: cpu operand outside the store");
     }
     bytes_ += x.operands.size();
@@ -125,10 +125,11 @@ private:
 
 void check_begin(const trace::begin_rec& b) {
   fuzz::require(b.wire_version == wire::version, "begin: other wire version accepted");
-  fuzz::require(!b.lanes.empty() && b.lanes[0].is_cpu(), "begin: lane 0 is not the cpu");
+  fuzz::require(b.lanes.size() > ag::cpu_lane && b.lanes[ag::cpu_lane].is_cpu(),
+                "begin: lane 0 is not the cpu");
   for (std::size_t i = 0; i < b.lanes.size(); ++i) {
     fuzz::require(fuzz::valid(b.lanes[i]), "begin: bad device accepted");
-    fuzz::require(i == 0 || !b.lanes[i].is_cpu(), "begin: a second cpu lane");
+    fuzz::require(i == ag::cpu_lane || !b.lanes[i].is_cpu(), "begin: a second cpu lane");
   }
 }
 

@@ -10,6 +10,7 @@
 #include <iterator>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -48,6 +49,12 @@ std::vector<ptree> events_of(const ptree& root) {
     events.push_back(event);
   }
   return events;
+}
+
+// The events of t as written to dir/trace.json.
+std::vector<ptree> written_events(const timeline& t, const temp_dir& dir) {
+  t.write(dir.file("trace.json"));
+  return events_of(read(dir.file("trace.json")));
 }
 
 std::string slurp(const std::string& path) {
@@ -140,10 +147,97 @@ TEST_CASE("a span that ends before it begins is recorded with zero duration", "[
   timeline t;
   auto now = timeline::clock::now();
   t.span(1, 1, "backwards", "test", now, now - 1ms);
-  t.write(dir.file("trace.json"));
-  auto events = events_of(read(dir.file("trace.json")));
+  auto events = written_events(t, dir);
   REQUIRE(events.size() == 1);
   CHECK(events[0].get<double>("dur") == 0.0);
+}
+
+TEST_CASE("a scoped span with no timeline does nothing", "[ipc]") {
+  timeline::scoped_span span{nullptr, 1, 2, "work", "test"};
+  CHECK_FALSE(span);
+  span.rename("other");
+  span.add("n", 3);
+  span.close();
+  span.close();
+  CHECK_FALSE(span);
+}
+
+TEST_CASE("a scoped span records one complete event on its track when its scope ends", "[ipc]") {
+  temp_dir dir{"timeline-test"};
+  timeline t;
+  const auto before = timeline::clock::now();
+  {
+    timeline::scoped_span span{&t, 4, 5, "work", "test"};
+    CHECK(span);
+    std::this_thread::sleep_for(2ms);
+    CHECK(t.size() == 0); // nothing before it closes
+  }
+  const auto after = timeline::clock::now();
+  REQUIRE(t.size() == 1);
+  auto events = written_events(t, dir);
+  REQUIRE(events.size() == 1);
+  check_well_formed(events[0]);
+  CHECK(events[0].get<std::string>("ph") == "X");
+  CHECK(events[0].get<std::string>("name") == "work");
+  CHECK(events[0].get<std::string>("cat") == "test");
+  CHECK(events[0].get<int>("pid") == 4);
+  CHECK(events[0].get<int>("tid") == 5);
+  const auto us = [](timeline::clock::time_point p) {
+    return std::chrono::duration<double, std::micro>(p.time_since_epoch()).count();
+  };
+  const double ts = events[0].get<double>("ts");
+  const double dur = events[0].get<double>("dur");
+  CHECK(dur >= 2000.0);
+  CHECK(ts >= us(before) - 0.001);
+  CHECK(ts + dur <= us(after) + 0.001);
+  CHECK(events[0].count("args") == 0);
+}
+
+TEST_CASE("a scoped span takes the name and arguments given before it closes, once", "[ipc]") {
+  temp_dir dir{"timeline-test"};
+  timeline t;
+  {
+    timeline::scoped_span span{&t, 1, 2, {}, "op"};
+    span.rename("add #3");
+    span.add("index", 7);
+    span.add("bytes", 1024);
+    span.close();
+    CHECK_FALSE(span);
+    span.rename("late");
+    span.add("late", 1);
+    span.close();
+  }
+  REQUIRE(t.size() == 1);
+  auto events = written_events(t, dir);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].get<std::string>("name") == "add #3");
+  CHECK(events[0].get<int>("args.index") == 7);
+  CHECK(events[0].get<int>("args.bytes") == 1024);
+  CHECK_FALSE(events[0].get_optional<int>("args.late"));
+  CHECK(slurp(dir.file("trace.json")).find("\"index\":7") != std::string::npos);
+}
+
+TEST_CASE("a scoped span left by an exception or dropped records nothing", "[ipc]") {
+  timeline t;
+  try {
+    timeline::scoped_span span{&t, 1, 1, "fails", "test"};
+    throw std::runtime_error("the work failed");
+  } catch (const std::runtime_error&) {
+  }
+  CHECK(t.size() == 0);
+  {
+    timeline::scoped_span span{&t, 1, 1, "dropped", "test"};
+    span.drop();
+    CHECK_FALSE(span);
+  }
+  CHECK(t.size() == 0);
+  // In a handler the exception is caught, not unwinding through the span: it records.
+  try {
+    throw std::runtime_error("handled");
+  } catch (const std::runtime_error&) {
+    timeline::scoped_span span{&t, 1, 1, "in a handler", "test"};
+  }
+  CHECK(t.size() == 1);
 }
 
 TEST_CASE("an empty timeline writes an empty but valid trace", "[ipc]") {
@@ -305,8 +399,7 @@ TEST_CASE("spans recorded from 4 threads at once all land", "[ipc]") {
     w.join();
   CHECK(t.size() == threads * (spans_per_thread + 1));
 
-  t.write(dir.file("trace.json"));
-  auto events = events_of(read(dir.file("trace.json")));
+  auto events = written_events(t, dir);
   REQUIRE(events.size() == threads * (spans_per_thread + 1));
   std::set<std::pair<int, std::string>> seen;
   for (const auto& e : events)

@@ -181,6 +181,62 @@ TEST_CASE("an execute message without batches survives a round trip", "[ipc]") {
   CHECK(back.batches.empty());
 }
 
+TEST_CASE("encoded_size is the size of the encoded execute message, and of its batches", "[ipc]") {
+  auto check = [](wire::execute_msg msg) {
+    const auto bytes = wire::encode(msg);
+    CHECK(wire::encoded_size(msg) == bytes.size());
+    std::size_t batches = wire::length_bytes(msg.batches.size());
+    for (const auto& b : msg.batches) {
+      wire::execute_msg alone{{b}};
+      CHECK(wire::encoded_size(b) == wire::encode(alone).size() - wire::length_bytes(1));
+      batches += wire::encoded_size(b);
+    }
+    CHECK(batches == bytes.size());
+  };
+  auto with_ops = [](std::size_t ops, std::size_t no_hold) {
+    ag::batch b;
+    b.lane = 2;
+    b.ops_before = 99;
+    const auto kinds = one_op_of_every_kind();
+    for (std::size_t i = 0; i < ops; ++i)
+      b.ops.push_back(kinds[i % kinds.size()]);
+    for (std::size_t i = 0; i < no_hold; ++i)
+      b.no_hold.push_back(1000 + i);
+    return b;
+  };
+  SECTION("no batches") { check({}); }
+  SECTION("a batch of no operators") { check({{with_ops(0, 0)}}); }
+  SECTION("one operator") { check({{with_ops(1, 0)}}); }
+  SECTION("one operator and released operands") { check({{with_ops(1, 3)}}); }
+  SECTION("many operators, lengths of 2 and 3 bytes") {
+    check({{with_ops(200, 20000)}});
+    check({{with_ops(16384, 128)}});
+  }
+  SECTION("several batches") { check(sample_execute()); }
+  SECTION("200 batches") { check({std::vector<ag::batch>(200, with_ops(2, 1))}); }
+}
+
+TEST_CASE("an operator takes op_desc_bytes of an execute message, as the protocol says", "[ipc]") {
+  CHECK(wire::op_desc_bytes == 85); // docs/PROTOCOL.md, section 3
+  for (const auto& op : one_op_of_every_kind()) {
+    wire::execute_msg one{{ag::batch{1, 0, {op}, {}}}};
+    wire::execute_msg two{{ag::batch{1, 0, {op, op}, {}}}};
+    CHECK(wire::encode(two).size() - wire::encode(one).size() == wire::op_desc_bytes);
+  }
+}
+
+TEST_CASE("length_bytes counts the bytes of a varbyte length as the encoder writes it", "[ipc]") {
+  for (const uint64_t n : {0ull, 1ull, 127ull, 128ull, 16383ull, 16384ull, (1ull << 21) - 1,
+                           1ull << 21, (1ull << 28) - 1, 1ull << 28, 0xffffffffull}) {
+    INFO("n = " << n);
+    wire::bytes expected;
+    put_varbyte(expected, n);
+    CHECK(wire::length_bytes(n) == expected.size());
+  }
+  CHECK(wire::max_length_bytes == 5);
+  CHECK(wire::length_bytes((uint64_t{1} << 32) + 3) == 1); // truncated to 32 bits, as encoded
+}
+
 TEST_CASE("ready, done and failed messages survive a round trip", "[ipc]") {
   SECTION("ready") {
     wire::ready_msg msg{3, ag::device::cuda(2), 4242};

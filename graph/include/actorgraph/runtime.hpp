@@ -22,7 +22,7 @@
 namespace ag {
 
 namespace detail {
-class runtime_core;
+class controller;
 } // namespace detail
 
 struct runtime_stats {
@@ -75,7 +75,7 @@ public:
   runtime_stats stats();
 
 private:
-  std::shared_ptr<detail::runtime_core> core_;
+  std::shared_ptr<detail::controller> core_;
 };
 
 } // namespace ag
