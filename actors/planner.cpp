@@ -315,7 +315,7 @@ void planner::retire(uint32_t l) {
 
 // Sends every lane what it can run now: a prefix of its queue whose dependencies are met.
 void planner::dispatch() {
-  const auto began = timeline_ ? timeline::clock::now() : timeline::clock::time_point{};
+  timeline::scoped_span span{timeline_.get(), ::getpid(), 0, "dispatch", "executor"};
   const uint64_t batches_before = batches_, operators_before = operators_;
   wire::execute_msg broadcast;
   for (uint32_t l = 0; l < lanes_.size(); ++l)
@@ -323,10 +323,10 @@ void planner::dispatch() {
   // One broadcast serves every child (each runs the batch of its own lane).
   if (!broadcast.batches.empty())
     sent_broadcast(std::move(broadcast));
-  if (timeline_ && batches_ > batches_before)
-    timeline_->span(::getpid(), 0, "dispatch", "executor", began, timeline::clock::now(),
-                    {{"batches", std::to_string(batches_ - batches_before), true},
-                     {"operators", std::to_string(operators_ - operators_before), true}});
+  if (batches_ == batches_before)
+    return span.drop(); // nothing was sent: no span
+  span.add("batches", batches_ - batches_before);
+  span.add("operators", operators_ - operators_before);
 }
 
 // The batch of lane l: run now (a lane of this process) or added to the broadcast (remote).

@@ -107,8 +107,6 @@ struct plan_stats {
 
 class planner {
 public:
-  static constexpr uint32_t cpu_lane = 0;
-
   planner(planner_setup setup, planner_outbox& out);
 
   // -- from the user's threads --------------------------------------------------------------------

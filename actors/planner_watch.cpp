@@ -17,15 +17,6 @@ std::chrono::milliseconds progress_slice(std::chrono::milliseconds timeout) {
   return std::clamp(timeout / 4, std::chrono::milliseconds{10}, std::chrono::milliseconds{250});
 }
 
-// Upper bound of an Execute message's encoded size (docs/PROTOCOL.md): header, lengths, and 85
-// bytes per operator, 8 per released operand.
-uint64_t wire_bytes(const wire::execute_msg& m) {
-  uint64_t n = wire::header_size + 5;
-  for (const auto& b : m.batches)
-    n += 4 + 8 + 5 + 85 * b.ops.size() + 5 + 8 * b.no_hold.size();
-  return n;
-}
-
 } // namespace
 
 void planner::sent_broadcast(wire::execute_msg&& m) {
@@ -33,7 +24,7 @@ void planner::sent_broadcast(wire::execute_msg&& m) {
   for (auto& ln : lanes_) // a child that had read everything starts its watch now
     if (ln.remote && ln.broadcasts_received >= window_.seq())
       ln.last_progress = now;
-  window_.sent(wire_bytes(m));
+  window_.sent(wire::header_size + wire::encoded_size(m)); // what the PUB socket queues
   out_.broadcast(std::move(m));
   check_queued();
   schedule_progress_check();

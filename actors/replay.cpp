@@ -86,7 +86,7 @@ public:
     for (const auto& r : t.records)
       if (auto* live = std::get_if<trace::live_rec>(&r.body))
         for (const auto& o : live->operands)
-          if (o.lane != 0 && (store_bytes += round_up(o.bytes)) > trace::max_store_bytes)
+          if (o.lane != cpu_lane && (store_bytes += round_up(o.bytes)) > trace::max_store_bytes)
             throw error("the trace's store and live device operands need more than "
                         + std::to_string(trace::max_store_bytes) + " bytes");
     if (opt.process) {
@@ -386,7 +386,7 @@ private:
     uint64_t scratch = scratch_base_;
     for (std::size_t i = 0; i < live_.size(); ++i) {
       const auto& o = live_[i];
-      if (o.lane == 0)
+      if (o.lane == cpu_lane)
         continue;
       op_desc op;
       op.kind = op_kind::copy;
@@ -430,7 +430,7 @@ private:
       const auto& o = live_[i];
       const std::string what = "live #" + std::to_string(o.id) + " on " + lanes_[o.lane].dev.str();
       uint64_t at = o.offset;
-      if (o.lane != 0)
+      if (o.lane != cpu_lane)
         at = copied[next_copied++].second;
       report_.digests.push_back({what, o.bytes, trace::digest(store_base_ + at, o.bytes)});
     }

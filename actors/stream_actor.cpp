@@ -113,6 +113,67 @@ void acknowledge(stream_self self, std::size_t count, bool always = false) {
   st.host_bytes_unconfirmed = 0;
 }
 
+// Runs batch b's operators in order (none once the lane failed), releasing each no-hold operand
+// after its last user; returns the index of the operator that failed and why, or {0, ""}.
+std::pair<uint64_t, std::string> run_batch(stream_state& st, const batch& b) {
+  const auto releases = release_points(b);
+  std::size_t released = 0;
+  auto release_through = [&](std::size_t op_index) {
+    for (; released < releases.size() && releases[released].second <= op_index; ++released)
+      st.runner->release(releases[released].first);
+  };
+  release_through(0); // operands no operator of this batch uses
+  std::pair<uint64_t, std::string> failure{0, {}};
+  for (std::size_t i = 0; i < b.ops.size() && !st.failed && failure.first == 0; ++i) {
+    const uint64_t index = b.ops_before + i + 1;
+    try {
+      timeline::scoped_span op_span{st.timeline.get(), st.pid, st.track(), {}, "op"};
+      st.runner->run(b.ops[i]);
+      if (op_span) {
+        op_span.rename(describe(b.ops[i]));
+        op_span.add("index", index);
+      }
+    } catch (const std::exception& e) {
+      failure = {index, e.what()};
+    }
+    release_through(i + 1);
+  }
+  release_through(b.ops.size());
+  return failure;
+}
+
+// One batch: run, then acknowledge (at once on a failure; else once the mailbox is empty or
+// enough is unconfirmed).
+void on_execute(stream_self self, const batch& b) {
+  store_fence::acquire(); // the uploads the executor stored for this batch
+  auto& st = self->state;
+  timeline::scoped_span batch_span{st.timeline.get(), st.pid, st.track(), "batch", "batch"};
+  const auto [failed_at, failure] = run_batch(st, b);
+  batch_span.add("operators", b.ops.size());
+  batch_span.add("released", b.no_hold.size());
+  batch_span.add("ops_after", b.ops_after());
+  batch_span.close();
+  st.pending.push_back({b.ops_after(), static_cast<uint64_t>(st.runner->live_bytes())});
+  st.ops_unconfirmed += b.ops.size();
+  for (const auto& op : b.ops)
+    if (op.kind == op_kind::copy && (op.a.on_host() || op.out.on_host()))
+      st.host_bytes_unconfirmed += op.count * sizeof(float);
+  if (failed_at != 0) {
+    // What was launched before the failing operator, this batch's first ones included,
+    // finishes before anything is acknowledged: the executor frees store ranges on a failure.
+    acknowledge(self, st.pending.size() - 1, true);
+    if (!st.failed) { // unless that synchronize failed already
+      st.failed = true;
+      self->send(st.executor, failed_atom::value, st.lane, failed_at,
+                 st.dev.str() + ": " + failure);
+    }
+    acknowledge(self, st.pending.size());
+  } else if (self->mailbox().empty() || st.ops_unconfirmed >= max_unconfirmed_ops
+             || st.host_bytes_unconfirmed >= st.host_bytes_budget) {
+    acknowledge(self, st.pending.size());
+  }
+}
+
 stream_actor::behavior_type stream_behavior(stream_self self, runner_answers_actor executor,
                                             uint32_t lane, device dev, std::byte* store_base,
                                             std::size_t store_size, bool pin_store,
@@ -137,61 +198,7 @@ stream_actor::behavior_type stream_behavior(stream_self self, runner_answers_act
   }
   self->send(st.executor, ready_atom::value, lane);
   return {
-    [=](execute_atom, const batch& b) {
-      store_fence::acquire(); // the uploads the executor stored for this batch
-      auto& st = self->state;
-      std::string failure;
-      uint64_t failed_at = 0;
-      timeline::scoped_span batch_span{st.timeline.get(), st.pid, st.track(), "batch", "batch"};
-      const auto releases = release_points(b);
-      std::size_t released = 0;
-      auto release_through = [&](std::size_t op_index) {
-        for (; released < releases.size() && releases[released].second <= op_index; ++released)
-          st.runner->release(releases[released].first);
-      };
-      release_through(0); // operands no operator of this batch uses
-      if (!st.failed) {
-        for (std::size_t i = 0; i < b.ops.size() && failure.empty(); ++i) {
-          const uint64_t index = b.ops_before + i + 1;
-          try {
-            timeline::scoped_span op_span{st.timeline.get(), st.pid, st.track(), {}, "op"};
-            st.runner->run(b.ops[i]);
-            if (op_span) {
-              op_span.rename(describe(b.ops[i]));
-              op_span.add("index", index);
-            }
-          } catch (const std::exception& e) {
-            failure = e.what();
-            failed_at = index;
-          }
-          release_through(i + 1);
-        }
-      }
-      release_through(b.ops.size());
-      batch_span.add("operators", b.ops.size());
-      batch_span.add("released", b.no_hold.size());
-      batch_span.add("ops_after", b.ops_after());
-      batch_span.close();
-      st.pending.push_back({b.ops_after(), static_cast<uint64_t>(st.runner->live_bytes())});
-      st.ops_unconfirmed += b.ops.size();
-      for (const auto& op : b.ops)
-        if (op.kind == op_kind::copy && (op.a.on_host() || op.out.on_host()))
-          st.host_bytes_unconfirmed += op.count * sizeof(float);
-      if (!failure.empty()) {
-        // What was launched before the failing operator, this batch's first ones included,
-        // finishes before anything is acknowledged: the executor frees store ranges on a failure.
-        acknowledge(self, st.pending.size() - 1, true);
-        if (!st.failed) { // unless that synchronize failed already
-          st.failed = true;
-          self->send(st.executor, failed_atom::value, st.lane, failed_at,
-                     st.dev.str() + ": " + failure);
-        }
-        acknowledge(self, st.pending.size());
-      } else if (self->mailbox().empty() || st.ops_unconfirmed >= max_unconfirmed_ops
-                 || st.host_bytes_unconfirmed >= st.host_bytes_budget) {
-        acknowledge(self, st.pending.size());
-      }
-    },
+    [=](execute_atom, const batch& b) { on_execute(self, b); },
   };
 }
 

@@ -995,9 +995,12 @@ TEST_CASE("a child behind in reading its broadcasts holds the user's threads unt
   r.drain();
   REQUIRE(r.out.broadcasts.size() == 1);
   CHECK(fc->held());
-  // Every submitter waits; one with no time to wait says why.
+  // Every submitter waits; one with no time to wait says why. A broadcast weighs what the PUB
+  // socket queues for it: its header frame and its encoded body.
+  const auto queued = ag::wire::header_size + ag::wire::encoded_size(r.out.broadcasts[0]);
+  CHECK(queued == 116);
   CHECK(fc->acquire(cpu, 0, 0ms)
-        == "waited 0 ms for room: sim:0 is 128 bytes behind in reading its broadcasts "
+        == "waited 0 ms for room: sim:0 is 116 bytes behind in reading its broadcasts "
            "(graph_option::max_queued_bytes = 100)");
 
   r.plan.received(sim0, 1);
@@ -1025,7 +1028,8 @@ TEST_CASE("the watchdog fails and kills a child that read nothing, and spares on
   r.plan.received(sim1, 1);
 
   r.plan.check_progress();
-  const std::string why = "sim:0 made no progress for 0 ms (it read none of 1 broadcasts, 235 "
+  CHECK(ag::wire::header_size + ag::wire::encoded_size(r.out.broadcasts[0]) == 215);
+  const std::string why = "sim:0 made no progress for 0 ms (it read none of 1 broadcasts, 215 "
                           "bytes, graph_option::progress_timeout); its child is killed";
   CHECK(r.plan.lane(sim0).failed == why);
   CHECK(r.out.kills == std::vector<uint32_t>{sim0});
