@@ -14,26 +14,14 @@ namespace {
 
 // A tensor given memory: on `lane`, at `offset` for cpu tensors, written by `writer`.
 tensor_rec placed(uint32_t lane, uint64_t offset, uint64_t bytes, dependency writer) {
-  tensor_rec r;
-  r.lane = lane;
-  r.offset = offset;
-  r.bytes = bytes;
-  r.writer = writer;
-  return r;
+  return tensor_rec{lane, offset, bytes, writer};
 }
 
 // A copy of `count` elements from operand ref `a` to `out`; with `total`, elements
 // [first, first + count) of a `total`-element device operand (docs/PROTOCOL.md, copy).
 op_desc copy_op(operand_ref out, operand_ref a, uint64_t count, uint64_t first = 0,
                 uint64_t total = 0) {
-  op_desc op;
-  op.kind = op_kind::copy;
-  op.out = out;
-  op.a = a;
-  op.count = count;
-  op.m = first;
-  op.n = total;
-  return op;
+  return op_desc{op_kind::copy, out, a, {}, count, first, 0, total};
 }
 
 constexpr uint64_t no_offset = operand_ref::no_offset;

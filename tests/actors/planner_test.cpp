@@ -27,6 +27,24 @@ constexpr uint32_t sim0 = 1;
 constexpr uint32_t sim1 = 2;
 constexpr uint64_t no_offset = ag::operand_ref::no_offset;
 
+// Every field of an operator but its scalar, to compare one with what a test expects in one check.
+std::string fields(const ag::op_desc& op) {
+  auto ref = [](const ag::operand_ref& r) {
+    return "#" + std::to_string(r.id) + "@"
+           + (r.offset == no_offset ? std::string{"dev"} : std::to_string(r.offset));
+  };
+  return ag::to_string(op.kind) + " out=" + ref(op.out) + " a=" + ref(op.a) + " b=" + ref(op.b)
+         + " count=" + std::to_string(op.count) + " m=" + std::to_string(op.m)
+         + " k=" + std::to_string(op.k) + " n=" + std::to_string(op.n);
+}
+
+// A copy of `count` elements from a to out; with `total`, elements [first, first + count) of a
+// `total`-element device operand.
+std::string copy_fields(ag::operand_ref out, ag::operand_ref a, uint64_t count,
+                        uint64_t first = 0, uint64_t total = 0) {
+  return fields(ag::op_desc{ag::op_kind::copy, out, a, {}, count, first, 0, total});
+}
+
 // Stores everything the planner asks for, in order.
 struct recording_outbox final : ag::planner_outbox {
   std::map<uint32_t, std::vector<ag::batch>> runs; // by lane
@@ -210,12 +228,7 @@ TEST_CASE("an upload to a device lane is a copy from a store range, freed once a
   CHECK(b.no_hold.empty());
   REQUIRE(b.ops.size() == 1);
   const auto& op = b.ops[0];
-  CHECK(op.kind == ag::op_kind::copy);
-  CHECK(op.out.id == 2);
-  CHECK(op.out.offset == no_offset);
-  CHECK(op.a.id == 0);
-  CHECK(op.a.offset == 256);
-  CHECK(op.count == 3);
+  CHECK(fields(op) == copy_fields({2, no_offset}, {0, 256}, 3));
   CHECK(r.floats_at(op.a.offset, 3) == std::vector<float>{5, 6, 7});
   CHECK(r.plan.tensor(2)->lane == sim0);
   CHECK(r.plan.tensor(2)->offset == no_offset);
@@ -301,13 +314,8 @@ TEST_CASE("a piece of a device tensor is copied to a staging range the reader gi
   r.drain();
   REQUIRE(r.out.batches(sim0) == 2);
   const auto& op = r.last_batch(sim0).ops.at(0);
-  CHECK(op.kind == ag::op_kind::copy);
-  CHECK(op.out.id == 0);
-  CHECK(op.out.offset == 0);
-  CHECK(op.a.id == 1);
-  CHECK(op.count == 20);
-  CHECK(op.m == 10);  // the first element
-  CHECK(op.n == 100); // of a 100-element operand
+  // elements [10, 30) of the 100-element operand #1, into the staging range at 0
+  CHECK(fields(op) == copy_fields({0, 0}, {1, no_offset}, 20, 10, 100));
   CHECK_FALSE(r.out.was_answered(w));
   r.plan.done(sim0, 2, 400);
   CHECK(r.out.answer_of(w).offset == 0);
@@ -453,11 +461,7 @@ TEST_CASE("a move of an uploaded cpu tensor to a device waits for nothing", "[pl
   r.drain();
   REQUIRE(r.out.batches(sim1) == 1);
   const auto& op = r.last_batch(sim1).ops.at(0);
-  CHECK(op.kind == ag::op_kind::copy);
-  CHECK(op.out.id == 2);
-  CHECK(op.a.id == 1);
-  CHECK(op.a.offset == 0);
-  CHECK(op.count == 2);
+  CHECK(fields(op) == copy_fields({2, no_offset}, {1, 0}, 2));
   CHECK(r.plan.pending_frees() == 0); // the range is the cpu tensor's own
   CHECK(r.plan.lane(sim1).queue.empty());
 }
