@@ -22,10 +22,7 @@
 #include <caf/fwd.hpp>
 
 #include "actorgraph/device.hpp"
-
-namespace zmq {
-class context_t;
-} // namespace zmq
+#include "actors/process_setup.hpp"
 
 namespace ag {
 
@@ -35,17 +32,6 @@ class timeline;
 namespace trace {
 class writer;
 } // namespace trace
-
-// Process mode: where the children are and how to start them.
-struct process_setup {
-  std::shared_ptr<zmq::context_t> zmq;
-  std::string pub_endpoint;
-  std::string pull_endpoint;
-  std::string store_name;
-  std::string runner_path;
-  std::string segment_prefix; // + "-sync-<lane>": each child's SubProcessSync segment
-  std::string timeline_part_prefix; // + "<lane>": each child's timeline part (with a timeline)
-};
 
 struct executor_setup {
   std::vector<device> devices; // besides the cpu

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/executor.hpp"
+#include "actors/process_setup.hpp"
 #include "actors/runner_proxy.hpp"
 #include "ipc/runtime_dir.hpp"
 #include "ipc/tensor_store.hpp"
