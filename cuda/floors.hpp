@@ -1,8 +1,9 @@
 // The hardware floors that apps/ag-bench compares actorgraph against (docs/BENCHMARKS.md): the
 // same elementwise kernel launched on a raw CUDA stream, host-to-device copies from registered
-// memory, and cuBLAS SGEMM called directly, with none of actorgraph's actors in the way. They live
-// in the library so that they use its CUDA runtime and kernels. Without a CUDA build or a GPU,
-// every one is empty (ag-bench prints n/a).
+// memory, and cuBLAS SGEMM called directly, with none of actorgraph's actors in the way. They are
+// the static library actorgraph-floors, which only ag-bench links: applications do not carry them.
+// They launch libactorgraph's own kernels and load cuBLAS through its loader. Without a CUDA build
+// or a GPU, every one is empty (ag-bench prints n/a).
 #pragma once
 
 #include <cstddef>

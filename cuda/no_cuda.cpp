@@ -3,7 +3,6 @@
 #include <string>
 
 #include "actorgraph/error.hpp"
-#include "cuda/floors.hpp"
 #include "cuda/kernel_stream.hpp"
 
 namespace ag {
@@ -17,11 +16,3 @@ std::unique_ptr<kernel_stream> make_cuda_stream(int index) {
 int cuda_device_count() noexcept { return 0; }
 
 } // namespace ag
-
-namespace ag::floors {
-
-std::optional<launch_floor> raw_launch(int, int, std::size_t) { return std::nullopt; }
-std::optional<double> h2d_registered_gbps(int, std::size_t, int) { return std::nullopt; }
-std::optional<double> sgemm_tflops(int, int, int) { return std::nullopt; }
-
-} // namespace ag::floors

@@ -1,0 +1,127 @@
+# Checks the includes of a source tree against the layers of cmake/ag_layers.cmake and fails on
+#   - a file of a layer folder that includes one of a folder above it or beside it (ipc and cuda
+#     see only graph), naming both files;
+#   - an include cycle among the tree's files, naming the files of the cycle in order.
+# Every `#include "..."` (and `#include <actorgraph/...>`) is resolved as the build resolves it:
+# actorgraph/... in include/, anything else from the tree's root, else beside the including file;
+# an include that names no file of the tree (a system header) is not followed.
+#
+#   cmake -DAG_SOURCE_DIR=<tree> [-DAG_STAMP=<file touched when the tree passes>] -P check_includes.cmake
+#
+# The build runs it on the repository (target ag-check-includes); tests/layers runs it on trees that
+# break the rules.
+cmake_minimum_required(VERSION 3.22)
+include(${CMAKE_CURRENT_LIST_DIR}/ag_layers.cmake)
+if(NOT AG_SOURCE_DIR)
+  message(FATAL_ERROR "check_includes.cmake: set AG_SOURCE_DIR to the tree to check")
+endif()
+set(root ${AG_SOURCE_DIR})
+
+# What each folder may include: its layer and those below it; a top folder, every layer, itself and
+# the top folders before it.
+foreach(layer IN LISTS ag_layers)
+  set(may_${layer} ${layer} ${ag_layer_below_${layer}})
+endforeach()
+set(above ${ag_layers})
+foreach(folder IN LISTS ag_top_folders)
+  list(APPEND above ${folder})
+  set(may_${folder} ${above})
+endforeach()
+foreach(layer IN LISTS ag_layers)
+  foreach(header IN LISTS ag_layer_headers_${layer})
+    set(layer_of_include/actorgraph/${header} ${layer})
+  endforeach()
+endforeach()
+
+ag_checked_globs(${root} globs)
+file(GLOB_RECURSE files RELATIVE ${root} ${globs})
+foreach(exclude IN LISTS ag_checked_exclude)
+  list(FILTER files EXCLUDE REGEX "^${exclude}/")
+endforeach()
+list(SORT files)
+
+set(problems)
+# The folder (layer) a file belongs to; a public header, the layer that implements it.
+function(folder_of file out)
+  if(DEFINED layer_of_${file})
+    set(${out} ${layer_of_${file}} PARENT_SCOPE)
+  elseif(file MATCHES "^include/")
+    set(${out} "" PARENT_SCOPE)
+  else()
+    string(REGEX REPLACE "/.*" "" folder ${file})
+    set(${out} ${folder} PARENT_SCOPE)
+  endif()
+endfunction()
+
+foreach(file IN LISTS files)
+  folder_of(${file} from)
+  if(from STREQUAL "")
+    list(APPEND problems "${file} belongs to no layer: add it to an ag_layer_headers_* list of cmake/ag_layers.cmake")
+    continue()
+  endif()
+  get_filename_component(dir ${file} DIRECTORY)
+  file(STRINGS ${root}/${file} lines REGEX "^[ \t]*#[ \t]*include[ \t]*(\"|<actorgraph/)")
+  set(edges_${file})
+  foreach(line IN LISTS lines)
+    string(REGEX MATCH "include[ \t]*[\"<]([^\">]+)" _ "${line}")
+    set(name ${CMAKE_MATCH_1})
+    if(name MATCHES "^actorgraph/" AND EXISTS ${root}/include/${name})
+      set(target include/${name})
+    elseif(EXISTS ${root}/${name} AND NOT IS_DIRECTORY ${root}/${name})
+      set(target ${name})
+    elseif(EXISTS ${root}/${dir}/${name} AND NOT IS_DIRECTORY ${root}/${dir}/${name})
+      cmake_path(SET target NORMALIZE ${dir}/${name})
+    else()
+      continue()
+    endif()
+    list(APPEND edges_${file} ${target})
+    folder_of(${target} to)
+    if(NOT to IN_LIST may_${from})
+      list(JOIN may_${from} ", " allowed)
+      list(APPEND problems
+           "layering: ${file} includes ${target}: ${from} may include only ${allowed}")
+    endif()
+  endforeach()
+endforeach()
+
+# Cycles: a depth-first walk from every file; an include of a file still on the walk's path closes
+# a cycle, which is that part of the path. state_F: 1 on the path, 2 done; next_F: F's next include.
+foreach(start IN LISTS files)
+  if(DEFINED state_${start})
+    continue()
+  endif()
+  set(path ${start})
+  set(state_${start} 1)
+  set(next_${start} 0)
+  while(path)
+    list(GET path -1 file)
+    list(LENGTH edges_${file} count)
+    if(${next_${file}} LESS ${count})
+      list(GET edges_${file} ${next_${file}} target)
+      math(EXPR next_${file} "${next_${file}} + 1")
+      if(NOT DEFINED state_${target})
+        set(state_${target} 1)
+        set(next_${target} 0)
+        list(APPEND path ${target})
+      elseif(state_${target} EQUAL 1)
+        list(FIND path ${target} at)
+        list(SUBLIST path ${at} -1 cycle)
+        list(APPEND cycle ${target})
+        list(JOIN cycle " -> " cycle)
+        list(APPEND problems "include cycle: ${cycle}")
+      endif()
+    else()
+      set(state_${file} 2)
+      list(POP_BACK path)
+    endif()
+  endwhile()
+endforeach()
+
+if(problems)
+  list(LENGTH problems count)
+  list(JOIN problems "\n  " text)
+  message(FATAL_ERROR "${count} include problem(s) in ${root}:\n  ${text}")
+endif()
+if(AG_STAMP)
+  file(TOUCH ${AG_STAMP})
+endif()

@@ -1,0 +1,2 @@
+// Its own layer: allowed.
+#include "actors/executor.hpp"

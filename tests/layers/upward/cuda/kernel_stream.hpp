@@ -1,0 +1,3 @@
+// The graph layer's public headers only: allowed.
+#pragma once
+#include "actorgraph/device.hpp"

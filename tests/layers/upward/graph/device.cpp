@@ -1,0 +1,3 @@
+// The model including an actor: the wrong way.
+#include "actorgraph/device.hpp"
+#include "actors/executor.hpp"

@@ -1,0 +1,2 @@
+// A public header of the graph layer.
+#pragma once

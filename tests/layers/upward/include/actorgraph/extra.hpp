@@ -1,0 +1,2 @@
+// A public header that no layer implements.
+#pragma once

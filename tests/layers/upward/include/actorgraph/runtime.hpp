@@ -1,0 +1,3 @@
+// A public header of the actors layer.
+#pragma once
+#include "actorgraph/device.hpp"
