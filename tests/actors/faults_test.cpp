@@ -133,12 +133,7 @@ TEST_CASE("children exit within 2 s of their controller's death, and a later run
   REQUIRE(children.size() == 2);
   controller.kill(SIGKILL);
   REQUIRE(controller.wait_for(5000ms));
-  CHECK(within(2000ms, [&] {
-    for (pid_t c : children)
-      if (!exited(c))
-        return false;
-    return true;
-  }));
+  CHECK(all_exited_within(2000ms, children));
   CHECK(my_shm(dead).size() == 3); // its store and two start-up segments, left behind
   const auto dead_dir = "ag-" + std::to_string(dead) + "-";
   auto has_dead_dir = [&] {
@@ -178,12 +173,7 @@ TEST_CASE("with stop signals installed, SIGTERM or SIGINT to a controller remove
     const auto& status = controller.wait_for(5000ms);
     REQUIRE(status);
     CHECK(status->signal == sig); // it still ends by the signal, as without the handler
-    CHECK(within(2000ms, [&] {
-      for (pid_t c : children)
-        if (!exited(c))
-          return false;
-      return true;
-    }));
+    CHECK(all_exited_within(2000ms, children));
     CHECK(my_shm(pid).empty());
     ::unlink((tmp.path + "/ready").c_str());
     CHECK(list_dir(tmp.path).empty()); // its runtime directory is gone too

@@ -2,6 +2,7 @@
 // and a private TMPDIR that shows every runtime directory made meanwhile.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <actorgraph/actorgraph.hpp>
 
 #include <dirent.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -165,6 +167,30 @@ inline bool exited(pid_t pid) {
   const std::string stat = read ? buf : "";
   const auto close = stat.rfind(')');
   return close == std::string::npos || stat.substr(close + 2, 1) == "Z";
+}
+
+// True once every one of `children` has exited, within `limit`.
+inline bool all_exited_within(std::chrono::milliseconds limit, const std::vector<pid_t>& children) {
+  return within(limit, [&] { return std::all_of(children.begin(), children.end(), exited); });
+}
+
+// What is written to pipe `fd` until its writers close it or `deadline` passes.
+inline std::string read_until_closed(int fd, std::chrono::steady_clock::time_point deadline) {
+  std::string text;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        deadline - std::chrono::steady_clock::now())
+                        .count();
+    pollfd p{fd, POLLIN, 0};
+    if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0)
+      break;
+    char buf[512];
+    const auto n = ::read(fd, buf, sizeof buf);
+    if (n <= 0)
+      break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  return text;
 }
 
 // `name` beside this test program (a packed copy on the GPU machine), else `fallback` (where

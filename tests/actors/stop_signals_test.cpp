@@ -35,12 +35,7 @@ ag::sub_process start_controller(const std::string& dir, int sims, const std::st
 
 // Every one of `children` exits within 2 s, and `pid` left no shared memory.
 void check_cleaned_up(const std::vector<pid_t>& children, pid_t pid) {
-  CHECK(within(2000ms, [&] {
-    for (pid_t c : children)
-      if (!exited(c))
-        return false;
-    return true;
-  }));
+  CHECK(all_exited_within(2000ms, children));
   CHECK(my_shm(pid).empty());
 }
 

@@ -29,6 +29,7 @@
 #include "tests/temp_files.hpp"
 
 using namespace std::chrono_literals;
+using ag::test::read_until_closed;
 using ag::test::scoped_tmpdir;
 
 namespace {
@@ -362,15 +363,8 @@ TEST_CASE("what a killed process's runtime left is removed: its shared memory, d
     ::_exit(1);
   }
   ::close(pipe_fds[1]);
-  std::string name;
-  pollfd p{pipe_fds[0], POLLIN, 0};
-  while (::poll(&p, 1, 10000) > 0) {
-    char buf[128];
-    const auto n = ::read(pipe_fds[0], buf, sizeof buf);
-    if (n <= 0)
-      break;
-    name.append(buf, static_cast<std::size_t>(n));
-  }
+  const std::string name =
+    read_until_closed(pipe_fds[0], std::chrono::steady_clock::now() + std::chrono::seconds{10});
   ::close(pipe_fds[0]);
   const int status = reap(pid);
   REQUIRE(WIFSIGNALED(status));

@@ -27,8 +27,10 @@
 
 #include "actorgraph/error.hpp"
 #include "ipc/tensor_store.hpp"
+#include "tests/actors/process_helpers.hpp"
 
 using ag::tensor_store;
+using ag::test::read_until_closed;
 
 namespace {
 
@@ -335,18 +337,7 @@ TEST_CASE("in a 16 MiB /dev/shm a 64 MiB store is an error, not SIGBUS, and a 4 
   ::close(pipe_fds[1]);
   // Read until the child closes its end, then reap it; 20 s in all, then it is killed.
   const auto deadline = steady_clock::now() + 20s;
-  std::string text;
-  for (;;) {
-    const auto left = duration_cast<milliseconds>(deadline - steady_clock::now()).count();
-    pollfd p{pipe_fds[0], POLLIN, 0};
-    if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0)
-      break;
-    char buf[512];
-    const auto n = ::read(pipe_fds[0], buf, sizeof buf);
-    if (n <= 0)
-      break;
-    text.append(buf, static_cast<std::size_t>(n));
-  }
+  const std::string text = read_until_closed(pipe_fds[0], deadline);
   ::close(pipe_fds[0]);
   int status = 0;
   pid_t reaped = 0;
