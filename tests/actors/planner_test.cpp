@@ -91,6 +91,12 @@ struct recording_outbox final : ag::planner_outbox {
   }
 };
 
+// Credits for the three lanes, with the default bounds.
+std::shared_ptr<ag::flow_control> lanes_flow() {
+  return std::make_shared<ag::flow_control>(std::vector<std::string>{"cpu", "sim:0", "sim:1"},
+                                            ag::flow_control::limits{});
+}
+
 ag::planner_setup setup_of(std::size_t store_bytes = 64 << 10, bool process = false) {
   ag::planner_setup s;
   s.devices = {ag::device::cpu(), ag::device::sim(0), ag::device::sim(1)};
@@ -362,25 +368,26 @@ TEST_CASE("an upload larger than half the store goes to its device in pieces as 
 
 // -- moves between lanes --------------------------------------------------------------------------
 
+// #1 = {1, 2, 3, 4} uploaded to sim:0, then moved to lane `to` as #2: the batch of sim:0 that
+// writes the move's store range.
+const ag::batch& moved_from_sim0(rig& r, uint32_t to) {
+  r.submit(upload(sim0, 1, {1, 2, 3, 4}));
+  r.drain();
+  r.submit(move_to(to, 2, 1, 4));
+  r.drain();
+  REQUIRE(r.out.batches(sim0) == 2);
+  return r.last_batch(sim0);
+}
+
 TEST_CASE("a move between device lanes goes through a store range the destination reads once the "
           "source acknowledged",
           "[planner]") {
   rig r;
-  r.submit(upload(sim0, 1, {1, 2, 3, 4}));
-  r.drain();
-  r.submit(move_to(sim1, 2, 1, 4));
-  r.drain();
-  REQUIRE(r.out.batches(sim0) == 2);
+  const auto& out = moved_from_sim0(r, sim1);
   CHECK(r.out.batches(sim1) == 0); // held back: the source has not written the range
-  const auto& out = r.last_batch(sim0);
   CHECK(out.ops_before == 1);
   REQUIRE(out.ops.size() == 1);
-  CHECK(out.ops[0].kind == ag::op_kind::copy);
-  CHECK(out.ops[0].out.id == 0);
-  CHECK(out.ops[0].out.offset == 256);
-  CHECK(out.ops[0].a.id == 1);
-  CHECK(out.ops[0].a.offset == no_offset);
-  CHECK(out.ops[0].count == 4);
+  CHECK(fields(out.ops[0]) == copy_fields({0, 256}, {1, no_offset}, 4));
   CHECK(r.plan.tensor(2)->lane == sim1);
   CHECK(r.plan.pending_frees() == 2);
   CHECK(r.plan.store().live_bytes() == 512);
@@ -415,16 +422,8 @@ TEST_CASE("a move from a device to the cpu lane is a store range read once the d
           "acknowledged, and a move onward waits for it",
           "[planner]") {
   rig r;
-  r.submit(upload(sim0, 1, {1, 2, 3, 4}));
-  r.drain();
-  r.submit(move_to(cpu, 2, 1, 4));
-  r.drain();
-  REQUIRE(r.out.batches(sim0) == 2);
-  const auto& out = r.last_batch(sim0).ops.at(0);
-  CHECK(out.kind == ag::op_kind::copy);
-  CHECK(out.out.id == 2); // the range is the cpu tensor itself
-  CHECK(out.out.offset == 256);
-  CHECK(out.a.id == 1);
+  const auto& out = moved_from_sim0(r, cpu).ops.at(0);
+  CHECK(fields(out) == copy_fields({2, 256}, {1, no_offset}, 4)); // into the cpu tensor itself
   const auto* t = r.plan.tensor(2);
   REQUIRE(t != nullptr);
   CHECK(t->lane == cpu);
@@ -991,8 +990,7 @@ TEST_CASE("a child behind in reading its broadcasts holds the user's threads unt
           "[planner]") {
   auto s = setup_of(64 << 10, true);
   s.max_queued_bytes = 100;
-  s.flow = std::make_shared<ag::flow_control>(std::vector<std::string>{"cpu", "sim:0", "sim:1"},
-                                              ag::flow_control::limits{});
+  s.flow = lanes_flow();
   auto fc = s.flow;
   rig r{std::move(s)};
   r.submit(upload(sim0, 1, {1}));
@@ -1019,8 +1017,7 @@ TEST_CASE("the watchdog fails and kills a child that read nothing, and spares on
   auto s = setup_of(64 << 10, true);
   s.progress_timeout = 0ms;
   s.max_queued_bytes = 100;
-  s.flow = std::make_shared<ag::flow_control>(std::vector<std::string>{"cpu", "sim:0", "sim:1"},
-                                              ag::flow_control::limits{});
+  s.flow = lanes_flow();
   auto fc = s.flow;
   rig r{std::move(s)};
   r.submit(upload(sim0, 1, {1}));
@@ -1050,8 +1047,7 @@ TEST_CASE("the watchdog fails and kills a child that read nothing, and spares on
 
 TEST_CASE("the credits of an operator come back once its lane acknowledged it", "[planner]") {
   auto s = setup_of();
-  s.flow = std::make_shared<ag::flow_control>(std::vector<std::string>{"cpu", "sim:0", "sim:1"},
-                                              ag::flow_control::limits{});
+  s.flow = lanes_flow();
   auto fc = s.flow;
   rig r{std::move(s)};
   // As a user's thread does: a credit on the lane, and the upload's bytes, before submitting.
