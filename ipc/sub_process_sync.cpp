@@ -1,14 +1,15 @@
 #include "ipc/sub_process_sync.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <new>
+#include <thread>
 
 #include <boost/date_time/posix_time/posix_time_types.hpp>
 #include <boost/interprocess/mapped_region.hpp>
 #include <boost/interprocess/permissions.hpp>
 #include <boost/interprocess/shared_memory_object.hpp>
-#include <boost/interprocess/sync/interprocess_condition.hpp>
 #include <boost/interprocess/sync/interprocess_mutex.hpp>
 #include <boost/interprocess/sync/scoped_lock.hpp>
 
@@ -21,16 +22,18 @@ namespace ag {
 namespace {
 
 constexpr uint32_t block_magic = 0x41475359; // "AGSY"
-constexpr uint32_t block_version = 1;
+constexpr uint32_t block_version = 2;
 constexpr std::size_t max_error_bytes = 1024;
 
 struct block {
   uint32_t magic = block_magic;
   uint32_t version = block_version;
-  bip::interprocess_mutex mutex;
-  bip::interprocess_condition cond;
-  bool started = false;
-  bool exit_requested = false;
+  bip::interprocess_mutex mutex; // guards the error and the arguments, never held while waiting
+  // The two flags are atomics, read without the mutex: a waiter polls them, so that a peer
+  // stopped (SIGSTOP) or killed at any point cannot hold it in a wait. (A condition variable
+  // cannot: its waiter must take the mutex back, with no deadline, before it returns.)
+  std::atomic<uint32_t> started{0};
+  std::atomic<uint32_t> exit_requested{0};
   uint32_t error_size = 0;
   char error[max_error_bytes] = {};
   uint32_t args_size = 0;
@@ -46,6 +49,11 @@ boost::posix_time::ptime abs_in(std::chrono::milliseconds d) {
 // Lock attempts never wait for long: a peer that died holding the mutex must not hang us.
 constexpr std::chrono::milliseconds lock_timeout{1000};
 
+// How often a wait looks at a flag.
+constexpr std::chrono::milliseconds poll_interval{1};
+
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "the flags are shared between processes");
+
 } // namespace
 
 struct sub_process_sync::impl {
@@ -55,9 +63,8 @@ struct sub_process_sync::impl {
   bip::mapped_region region;
   block* b = nullptr;
 
-  // The block is never destroyed in place: pthread_cond_destroy waits for the condition's
-  // waiters, and a child killed inside a wait stays registered as one for ever. Removing the
-  // segment is all the clean-up the mutex and condition need.
+  // The block is never destroyed in place: removing the segment is all the clean-up the mutex
+  // needs, whatever state a killed peer left it in.
   ~impl() {
     if (owner)
       bip::shared_memory_object::remove(name.c_str());
@@ -128,11 +135,7 @@ std::vector<char> sub_process_sync::args() const {
   return std::vector<char>(impl_->b->args, impl_->b->args + n);
 }
 
-void sub_process_sync::notify_started() {
-  auto l = impl_->lock();
-  impl_->b->started = true;
-  impl_->b->cond.notify_all();
-}
+void sub_process_sync::notify_started() { impl_->b->started.store(1, std::memory_order_release); }
 
 void sub_process_sync::report_error(const std::string& what) noexcept {
   try {
@@ -140,45 +143,33 @@ void sub_process_sync::report_error(const std::string& what) noexcept {
     const auto n = std::min(what.size(), max_error_bytes);
     std::memcpy(impl_->b->error, what.data(), n);
     impl_->b->error_size = static_cast<uint32_t>(n);
-    impl_->b->cond.notify_all();
   } catch (...) {
     // Nothing to report it through: the controller still sees the exit status.
   }
 }
 
 bool sub_process_sync::wait_for_exit(std::chrono::milliseconds slice) {
-  auto l = impl_->lock();
-  if (!impl_->b->exit_requested)
-    impl_->b->cond.timed_wait(l, abs_in(slice));
-  return impl_->b->exit_requested;
+  const auto until = std::chrono::steady_clock::now() + slice;
+  while (impl_->b->exit_requested.load(std::memory_order_acquire) == 0) {
+    if (std::chrono::steady_clock::now() >= until)
+      return false;
+    std::this_thread::sleep_for(poll_interval);
+  }
+  return true;
 }
 
 bool sub_process_sync::wait_started(std::chrono::steady_clock::time_point deadline,
                                     const std::function<bool()>& alive) {
-  constexpr std::chrono::milliseconds slice{20};
-  while (true) {
-    {
-      auto l = impl_->lock();
-      if (impl_->b->started)
-        return true;
-      impl_->b->cond.timed_wait(l, abs_in(slice));
-      if (impl_->b->started)
-        return true;
-    }
+  while (impl_->b->started.load(std::memory_order_acquire) == 0) {
     if (!alive() || std::chrono::steady_clock::now() >= deadline)
-      return false;
+      return impl_->b->started.load(std::memory_order_acquire) != 0;
+    std::this_thread::sleep_for(poll_interval);
   }
+  return true;
 }
 
 void sub_process_sync::notify_exit() noexcept {
-  try {
-    auto l = impl_->lock();
-    impl_->b->exit_requested = true;
-    impl_->b->cond.notify_all();
-  } catch (...) {
-    // The child also watches its parent and the Destroy broadcast; and it is killed after the
-    // shutdown deadline.
-  }
+  impl_->b->exit_requested.store(1, std::memory_order_release);
 }
 
 std::string sub_process_sync::child_error() const {

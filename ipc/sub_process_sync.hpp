@@ -1,7 +1,9 @@
 // sub_process_sync: the shared-memory segment between the controller and one child (the seed's
 // SubProcessSync): the serialized start-up arguments, the started handshake (with the child's
-// start-up error, if any) and the exit flag with its condition. Boost.Interprocess 1.74 has no
-// robust mutexes: every lock and wait has a deadline, and waits re-check that the peer lives.
+// start-up error, if any) and the exit flag. Boost.Interprocess 1.74 has no robust mutexes: the
+// started and exit flags are atomics that waits poll (a peer stopped or killed while holding the
+// mutex cannot block them), the mutex guards only the arguments and the error, every lock has a
+// deadline, and waits re-check that the peer lives.
 #pragma once
 
 #include <chrono>

@@ -9,7 +9,9 @@
 #include <thread>
 #include <vector>
 
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "actorgraph/error.hpp"
@@ -245,4 +247,31 @@ TEST_CASE("a moved segment is removed once, by its new owner", "[ipc]") {
     CHECK(assigned.args() == some_args());
   }
   CHECK_FALSE(exists(shm_path(name)));
+}
+
+TEST_CASE("a peer stopped while it holds the segment's lock holds up none of the waits", "[ipc]") {
+  const auto name = unique_name();
+  auto creator = sub_process_sync::create(name, some_args());
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) { // takes the lock and gives it back as fast as it can, until it is killed
+    auto opener = sub_process_sync::open(name);
+    for (;;)
+      opener.report_error("busy");
+  }
+  // Stopped at random points, the child often holds the mutex, for as long as it stays stopped:
+  // a wait that needed the mutex would fail or hang here.
+  for (int i = 0; i < 200; ++i) {
+    REQUIRE(::kill(child, SIGSTOP) == 0);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, WUNTRACED) == child);
+    REQUIRE(WIFSTOPPED(status));
+    const auto start = clock_type::now();
+    CHECK_FALSE(creator.wait_started(start + 2ms, always));
+    CHECK(clock_type::now() - start < 1s);
+    REQUIRE(::kill(child, SIGCONT) == 0);
+  }
+  creator.notify_exit();
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
 }
