@@ -24,9 +24,6 @@ public:
   // Forgets the first `read_by_all` broadcasts (every child has read them).
   void forget(uint64_t read_by_all);
 
-  // Broadcasts still remembered (for tests).
-  std::size_t size() const noexcept { return window_.size(); }
-
 private:
   struct sent_rec {
     uint64_t seq;

@@ -58,7 +58,6 @@ public:
 
   std::size_t lanes() const noexcept { return lanes_.size(); }
   bool remote(uint32_t l) const { return lanes_.at(l).remote; }
-  bool down(uint32_t l) const { return lanes_.at(l).down; }
   // The runner of a lane in this process, and the proxy of a remote lane's child.
   const stream_actor& stream(uint32_t l) const { return lanes_.at(l).stream; }
   const runner_proxy_actor& proxy(uint32_t l) const { return lanes_.at(l).proxy; }

@@ -145,7 +145,6 @@ public:
   // -- what it holds ------------------------------------------------------------------------------
   plan_stats stats() const;
   const plan_lane& lane(uint32_t l) const { return lanes_.at(l); }
-  std::size_t lanes() const noexcept { return lanes_.size(); }
   const tensor_rec* tensor(operand_id id) const;
   std::size_t held() const noexcept { return held_.size(); }
   std::size_t pending_frees() const noexcept { return frees_.size(); }
