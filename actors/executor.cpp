@@ -14,6 +14,8 @@
 #include "actors/protocol.hpp"
 #include "actors/store_fence.hpp"
 #include "graph/deadline.hpp"
+#include "ipc/ring_publisher.hpp"
+#include "ipc/shm_channel.hpp"
 #include "ipc/timeline.hpp"
 #include "ipc/wire.hpp"
 
@@ -55,7 +57,9 @@ struct executor_state {
   };
   std::unordered_map<uint64_t, reply> waits;
   caf::response_promise shutdown_waiter;
+  std::vector<caf::response_promise> stats_waiters; // until the planner heard the board
   bool services_stopped = false;
+  bool resend_scheduled = false; // a resend message is on its way
   std::string shutdown_problems; // what went wrong as the runners stopped; empty: nothing
 
   static inline const char* name = "ag.executor";
@@ -68,14 +72,38 @@ struct executor_state {
   }
 };
 
+void resend_later(executor_self self);
+
 void executor_outbox::run(uint32_t lane, batch b) {
   store_fence::release(); // the uploads stored for it
   self_->send(self_->state.lanes->stream(lane), execute_atom::value, std::move(b));
 }
 
 void executor_outbox::broadcast(wire::execute_msg m) {
+  if (const auto& ring = self_->state.lanes->ring()) { // written here: no hop to the publisher
+    store_fence::release(); // the uploads stored for it
+    ring->publish(wire::msg_type::execute, wire::encode(m));
+    resend_later(self_);
+    return;
+  }
   // (The publisher answers nobody: an untyped actor, sent to anonymously.)
   caf::anon_send(self_->state.lanes->publisher(), publish_atom::value, std::move(m));
+}
+
+// While broadcasts wait for room on the ring (a child behind), looks again every millisecond,
+// and whenever a child reports reading or goes.
+void resend_later(executor_self self) {
+  auto& st = self->state;
+  if (st.resend_scheduled || st.lanes->ring()->flush())
+    return;
+  st.resend_scheduled = true;
+  self->delayed_send(self, std::chrono::milliseconds{1}, resend_atom::value);
+}
+
+void resend(executor_self self) {
+  self->state.resend_scheduled = false;
+  if (self->state.lanes->ring())
+    resend_later(self);
 }
 
 void executor_outbox::kill(uint32_t lane) {
@@ -123,6 +151,8 @@ void maybe_finish_shutdown(executor_self self) {
   self->quit();
 }
 
+void answer_stats(executor_self self);
+
 void on_down(executor_self self, const caf::down_msg& dm) {
   auto& st = self->state;
   const auto ev = st.lanes->on_down(dm);
@@ -133,6 +163,10 @@ void on_down(executor_self self, const caf::down_msg& dm) {
   } else if (ev.kind == lane_topology::down_kind::lane) {
     const auto dev = st.plan->lane(ev.lane).dev.str();
     const bool failed_before = !st.plan->lane(ev.lane).failed.empty();
+    if (const auto& ring = st.lanes->ring(); ring && st.lanes->remote(ev.lane)) {
+      ring->drop(ev.lane - 1); // the ring no longer waits for its child
+      resend_later(self);
+    }
     st.plan->lane_down(ev.lane, "runner of " + dev + " stopped: "
                                   + (dm.reason ? describe(dm.reason, dev) : "exited"));
     if (st.plan->stopping() && !failed_before && dm.reason && dm.reason.category() == error_category
@@ -142,6 +176,7 @@ void on_down(executor_self self, const caf::down_msg& dm) {
       st.shutdown_problems += (st.shutdown_problems.empty() ? "" : "; ")
                               + describe(dm.reason, dev);
   }
+  answer_stats(self);
   maybe_finish_shutdown(self);
 }
 
@@ -153,6 +188,11 @@ void start(executor_self self, executor_setup& setup) {
   devices.insert(devices.begin(), device::cpu());
   setup.plan.devices = devices;
   setup.plan.process = setup.process.has_value();
+  if (setup.process && setup.process->channel) {
+    auto& channel = *setup.process->channel;
+    setup.plan.board = &channel.board();
+    setup.plan.max_broadcast_bytes = channel.ring().max_message() - wire::header_size;
+  }
   topology_setup topo;
   topo.devices = devices;
   topo.store_base = setup.plan.store_base;
@@ -162,6 +202,7 @@ void start(executor_self self, executor_setup& setup) {
   topo.stop_timeout = stop_timeout(setup.plan.wait_timeout);
   topo.trace = setup.plan.trace;
   topo.timeline = setup.plan.timeline;
+  topo.board = setup.plan.board;
   if (auto& tl = setup.plan.timeline) {
     tl->name_process(::getpid(), "controller");
     tl->name_track(::getpid(), 0, "executor");
@@ -201,19 +242,38 @@ caf::result<void> wait_ready(executor_self self) {
   return caf::delegated<void>{};
 }
 
-std::tuple<uint64_t, uint64_t, uint64_t, uint64_t> stats(executor_self self) {
-  const auto s = self->state.plan->stats();
+// Answered once the planner has heard every acknowledgement the board shows (a sync answered on
+// the board returns before the executor hears the acknowledgements it watched).
+caf::result<uint64_t, uint64_t, uint64_t, uint64_t> stats(executor_self self) {
+  auto& st = self->state;
+  if (!st.plan->heard_board()) {
+    st.stats_waiters.push_back(self->make_response_promise());
+    return caf::delegated<uint64_t, uint64_t, uint64_t, uint64_t>{};
+  }
+  const auto s = st.plan->stats();
   return {s.store_live, s.device_live, s.batches, s.operators};
+}
+
+void answer_stats(executor_self self) {
+  auto& st = self->state;
+  if (st.stats_waiters.empty() || !st.plan->heard_board())
+    return;
+  const auto s = st.plan->stats();
+  for (auto& rp : st.stats_waiters)
+    rp.deliver(s.store_live, s.device_live, s.batches, s.operators);
+  st.stats_waiters.clear();
 }
 
 void done(executor_self self, uint32_t l, uint64_t ops_done, uint64_t live) {
   store_fence::acquire(); // what the runner did with its store ranges, before they are reused
   self->state.plan->done(l, ops_done, live);
+  answer_stats(self);
 }
 
 void failed(executor_self self, uint32_t l, uint64_t index, const std::string& what) {
   store_fence::acquire();
   self->state.plan->failed(l, index, what);
+  answer_stats(self);
 }
 
 executor_actor::behavior_type stopping(executor_self self);
@@ -250,8 +310,15 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
     [=](failed_atom, uint32_t l, uint64_t index, std::string& what) {
       failed(self, l, index, what);
     },
-    [&plan](received_atom, uint32_t l, uint64_t count) { plan.received(l, count); },
+    [=, &plan](received_atom, uint32_t l, uint64_t count) {
+      plan.received(l, count);
+      if (self->state.lanes->ring())
+        resend_later(self);
+    },
     [=](stats_atom) { return stats(self); },
+    [&plan](ticket_atom, operand_id id) { return plan.read_ticket(id); },
+    [&plan](ticket_atom) { return plan.sync_ticket(); },
+    [=](resend_atom) { resend(self); },
     [=, &plan](shutdown_atom) -> caf::result<std::string> {
       auto& st = self->state;
       st.shutdown_waiter = self->make_response_promise();
@@ -290,6 +357,9 @@ executor_actor::behavior_type stopping(executor_self self) {
     },
     [&plan](received_atom, uint32_t l, uint64_t count) { plan.received(l, count); },
     [=](stats_atom) { return stats(self); },
+    [](ticket_atom, operand_id) { return wait_ticket{}; },
+    [](ticket_atom) { return wait_ticket{}; },
+    [=](resend_atom) { resend(self); },
     [](shutdown_atom) -> caf::result<std::string> {
       return make_error(errc::bad_request, "shutdown: the executor is stopping already");
     },

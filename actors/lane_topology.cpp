@@ -8,6 +8,8 @@
 #include "actors/puller.hpp"
 #include "actors/runner_proxy.hpp"
 #include "actors/stream_actor.hpp"
+#include "ipc/ring_publisher.hpp"
+#include "ipc/shm_channel.hpp"
 #include "ipc/trace.hpp"
 
 namespace ag {
@@ -38,7 +40,11 @@ void lane_topology::spawn(topology_setup& setup) {
   const auto me = caf::actor_cast<caf::actor>(owner);
   if (setup.process) {
     auto& p = *setup.process;
-    publisher_ = spawn_publisher(sys, p.zmq, p.pub_endpoint, setup.trace);
+    if (p.channel) {
+      ring_ = std::make_shared<ring_publisher>(p.channel, setup.trace);
+      setup.board = &p.channel->board();
+    }
+    publisher_ = spawn_publisher(sys, p.zmq, p.pub_endpoint, setup.trace, ring_);
     puller_ = spawn_puller(sys, p.zmq, p.pull_endpoint, me);
     owner->monitor(publisher_);
     owner->monitor(puller_);
@@ -58,7 +64,8 @@ void lane_topology::spawn(topology_setup& setup) {
     } else {
       l.stream = spawn_stream_actor(sys, caf::actor_cast<runner_answers_actor>(owner), i, dev,
                                     setup.store_base, setup.store_size,
-                                    dev.type == device::kind::cuda, setup.timeline);
+                                    dev.type == device::kind::cuda, setup.timeline,
+                                    setup.board);
     }
     owner->monitor(l.runner());
     lanes_.push_back(std::move(l));

@@ -26,6 +26,8 @@
 
 namespace ag {
 
+class completion_board;
+class ring_publisher;
 class timeline;
 
 namespace trace {
@@ -41,6 +43,9 @@ struct topology_setup {
   std::chrono::milliseconds stop_timeout{60000};  // a child's exit at shutdown
   std::shared_ptr<trace::writer> trace;  // records each child's start-up arguments; and frames
   std::shared_ptr<ag::timeline> timeline; // stream actors' spans; each child writes a part
+  // Where this process's runners publish their acknowledgements too (null: nowhere); in process
+  // mode with a channel, the channel's board.
+  completion_board* board = nullptr;
 };
 
 class lane_topology {
@@ -62,6 +67,8 @@ public:
   const stream_actor& stream(uint32_t l) const { return lanes_.at(l).stream; }
   const runner_proxy_actor& proxy(uint32_t l) const { return lanes_.at(l).proxy; }
   const caf::actor& publisher() const noexcept { return publisher_; }
+  // The broadcast ring's writer on the shared-memory path (null on the socket path).
+  const std::shared_ptr<ring_publisher>& ring() const noexcept { return ring_; }
   // Every actor it spawned (to stop them should the owner end unexpectedly).
   std::vector<caf::actor> actors() const;
 
@@ -92,6 +99,7 @@ private:
 
   caf::local_actor* owner_;
   std::vector<lane_actor> lanes_;
+  std::shared_ptr<ring_publisher> ring_;
   caf::actor publisher_;
   caf::actor puller_;
   int services_down_ = 0;

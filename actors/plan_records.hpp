@@ -121,4 +121,17 @@ struct placement {
   dependency retire;
 };
 
+// What a user's thread waits for on the completion board instead of asking the executor: a read
+// is answered once operator `index` of `lane` has run (the tensor is at `offset` in the store), a
+// sync once each lane acknowledged `entries[lane]` entries; either only while nothing failed on
+// the board and its fault count is still `faults`. Invalid: ask the executor.
+struct wait_ticket {
+  bool valid = false;
+  uint64_t faults = 0;
+  uint32_t lane = 0;
+  uint64_t index = 0;
+  uint64_t offset = 0;
+  std::vector<uint64_t> entries;
+};
+
 } // namespace ag

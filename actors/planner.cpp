@@ -1,12 +1,14 @@
 #include "actors/planner.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 
 #include <unistd.h>
 
 #include "actors/flow_control.hpp"
 #include "graph/deadline.hpp"
+#include "ipc/completion_board.hpp"
 #include "ipc/timeline.hpp"
 #include "ipc/trace.hpp"
 #include "ipc/wire.hpp"
@@ -19,6 +21,8 @@ planner::planner(planner_setup setup, planner_outbox& out)
     store_(setup.store_size),
     wait_timeout_(setup.wait_timeout),
     max_queued_bytes_(setup.max_queued_bytes),
+    max_broadcast_bytes_(setup.max_broadcast_bytes),
+    board_(setup.board),
     progress_timeout_(setup.progress_timeout),
     flow_(std::move(setup.flow)),
     trace_(std::move(setup.trace)),
@@ -223,6 +227,8 @@ void planner::start_deadline(std::chrono::milliseconds start_timeout) {
 
 void planner::stop() {
   stopping_ = true;
+  if (board_) // a user's thread waiting on the board asks, and hears the runtime is gone
+    board_->fault();
   record_live();
   answer_all_waits();
 }
@@ -313,34 +319,56 @@ void planner::retire(uint32_t l) {
   }
 }
 
-// Sends every lane what it can run now: a prefix of its queue whose dependencies are met.
+// Sends every lane what it can run now: a prefix of its queue whose dependencies are met. A
+// broadcast larger than max_broadcast_bytes is cut into several, in order.
 void planner::dispatch() {
   timeline::scoped_span span{timeline_.get(), ::getpid(), 0, "dispatch", "executor"};
   const uint64_t batches_before = batches_, operators_before = operators_;
-  wire::execute_msg broadcast;
-  for (uint32_t l = 0; l < lanes_.size(); ++l)
-    dispatch_lane(l, broadcast);
-  // One broadcast serves every child (each runs the batch of its own lane).
-  if (!broadcast.batches.empty())
-    sent_broadcast(std::move(broadcast));
+  for (bool cut = true; cut;) {
+    cut = false;
+    wire::execute_msg broadcast;
+    std::size_t budget = max_broadcast_bytes_ == 0 ? SIZE_MAX
+                                                   : max_broadcast_bytes_ - wire::max_length_bytes;
+    for (uint32_t l = 0; l < lanes_.size(); ++l)
+      cut = dispatch_lane(l, broadcast, budget) || cut;
+    // One broadcast serves every child (each runs the batch of its own lane).
+    if (!broadcast.batches.empty())
+      sent_broadcast(std::move(broadcast));
+  }
   if (batches_ == batches_before)
     return span.drop(); // nothing was sent: no span
   span.add("batches", batches_ - batches_before);
   span.add("operators", operators_ - operators_before);
 }
 
-// The batch of lane l: run now (a lane of this process) or added to the broadcast (remote).
-bool planner::dispatch_lane(uint32_t l, wire::execute_msg& broadcast) {
+// The batch of lane l: run now (a lane of this process) or added to the broadcast (remote), as
+// much of it as `budget` bytes of the broadcast still hold. True when the budget cut it short.
+bool planner::dispatch_lane(uint32_t l, wire::execute_msg& broadcast, std::size_t& budget) {
   auto& ln = lanes_[l];
   if (ln.queue.empty() || ln.down || !ln.failed.empty())
     return false;
+  constexpr std::size_t batch_bytes =
+    sizeof(batch::lane) + sizeof(batch::ops_before) + 2 * wire::max_length_bytes;
+  if (ln.remote && budget < batch_bytes + wire::op_desc_bytes && !broadcast.batches.empty())
+    return true;
+  std::size_t room = ln.remote && budget > batch_bytes ? budget - batch_bytes : 0;
   batch b;
   b.lane = l;
   b.ops_before = ln.sent;
+  bool cut = false;
   while (!ln.queue.empty()) {
     auto& e = ln.queue.front();
     if (!std::all_of(e.deps.begin(), e.deps.end(), [&](const auto& d) { return satisfied(d); }))
       break;
+    if (ln.remote) {
+      const std::size_t bytes = e.release ? wire::no_hold_bytes : wire::op_desc_bytes;
+      const bool first = b.ops.empty() && b.no_hold.empty() && broadcast.batches.empty();
+      if (bytes > room && !first) {
+        cut = true;
+        break;
+      }
+      room -= std::min(bytes, room);
+    }
     if (e.release)
       b.no_hold.push_back(e.released);
     else
@@ -348,20 +376,21 @@ bool planner::dispatch_lane(uint32_t l, wire::execute_msg& broadcast) {
     ln.queue.pop_front();
   }
   if (b.ops.empty() && b.no_hold.empty())
-    return false;
+    return cut;
   ln.sent += b.ops.size();
   ln.entries_sent += b.ops.size() + b.no_hold.size();
   ln.in_flight.push_back(ln.entries_sent);
   ++batches_;
   operators_ += b.ops.size();
   if (ln.remote) {
+    budget -= std::min(budget, wire::encoded_size(b));
     broadcast.batches.push_back(std::move(b));
   } else {
     if (trace_)
       trace_->write(trace::local_rec{b});
     out_.run(l, std::move(b));
   }
-  return true;
+  return cut;
 }
 
 // -- lanes ----------------------------------------------------------------------------------------

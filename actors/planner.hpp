@@ -31,6 +31,7 @@
 
 namespace ag {
 
+class completion_board;
 class flow_control;
 class timeline;
 
@@ -96,6 +97,11 @@ struct planner_setup {
   std::shared_ptr<trace::writer> trace;
   // Spans of the dispatches; null: none.
   std::shared_ptr<ag::timeline> timeline;
+  // The shared-memory path: the board the runners publish their acknowledgements on, where the
+  // planner counts every failure it learns of (a fault) and stops; null: none, and no tickets.
+  completion_board* board = nullptr;
+  // The largest broadcast body (the ring's largest frame); 0: no bound (the socket).
+  std::size_t max_broadcast_bytes = 0;
 };
 
 struct plan_stats {
@@ -118,6 +124,13 @@ public:
   void unstage(uint64_t offset, uint64_t bytes);
   void sync(uint64_t wait);
   void wait_ready(uint64_t wait);
+  // A read of a cpu tensor, or a sync, that the user's thread may wait for on the board itself
+  // (actors/plan_records.hpp); not valid when only the planner can answer it now (no board, a
+  // failure not yet reported, a held request, a tainted tensor, stopping).
+  wait_ticket read_ticket(operand_id id) const;
+  wait_ticket sync_ticket() const;
+  // True when it has heard every acknowledgement the board shows (of lanes still healthy).
+  bool heard_board() const;
 
   // -- from the runners ---------------------------------------------------------------------------
   // True when this made every lane ready (start-up is over).
@@ -157,7 +170,7 @@ private:
   void settle(const op_request& req, std::optional<uint32_t> l, dependency retire);
   void retire(uint32_t l);
   void dispatch();
-  bool dispatch_lane(uint32_t l, wire::execute_msg& broadcast);
+  bool dispatch_lane(uint32_t l, wire::execute_msg& broadcast, std::size_t& budget);
   void record_live();
   std::optional<uint32_t> lane_of(const device& d) const;
   std::string op_name(const op_request& req) const;
@@ -237,6 +250,8 @@ private:
   std::string startup_failure_;
   broadcast_window window_;
   std::size_t max_queued_bytes_;
+  std::size_t max_broadcast_bytes_;
+  completion_board* board_;
   std::chrono::milliseconds progress_timeout_;
   bool progress_check_scheduled_ = false;
   std::shared_ptr<flow_control> flow_;

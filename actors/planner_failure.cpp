@@ -5,11 +5,14 @@
 #include <unordered_map>
 
 #include "actors/planner.hpp"
+#include "ipc/completion_board.hpp"
 
 namespace ag {
 
 // A failure the next sync() reports (once).
 void planner::record(const std::string& what) {
+  if (board_) // what a user's thread waits for on the board is the planner's to answer now
+    board_->fault();
   if (unreported_.empty())
     unreported_ = what;
   else
@@ -140,6 +143,8 @@ void planner::taint_readers() {
 }
 
 void planner::fail_startup(const std::string& why) {
+  if (board_)
+    board_->fault();
   if (startup_failure_.empty())
     startup_failure_ = why;
   for (uint64_t w : ready_waits_)

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "actors/planner.hpp"
+#include "ipc/completion_board.hpp"
 #include "graph/deadline.hpp"
 
 namespace ag {
@@ -287,6 +288,46 @@ std::string planner::silent_lanes(const std::vector<uint64_t>& entries) const {
            + std::to_string(ln.in_flight.size()) + " batches unacknowledged)";
   }
   return out;
+}
+
+// -- waits the user's thread answers itself --------------------------------------------------------
+
+wait_ticket planner::read_ticket(operand_id id) const {
+  wait_ticket t;
+  if (!board_ || stopping_ || !held_.empty())
+    return t;
+  auto it = tensors_.find(id);
+  if (it == tensors_.end() || it->second.lane != cpu_lane || !it->second.placed
+      || !it->second.failure.empty() || !lanes_[it->second.writer.lane].failed.empty())
+    return t;
+  t.valid = true;
+  t.faults = board_->faults();
+  t.lane = it->second.writer.lane;
+  t.index = it->second.writer.index;
+  t.offset = it->second.offset;
+  return t;
+}
+
+wait_ticket planner::sync_ticket() const {
+  wait_ticket t;
+  if (!board_ || stopping_ || !held_.empty() || !unreported_.empty())
+    return t;
+  for (const auto& l : lanes_)
+    if (!l.failed.empty())
+      return t;
+  t.valid = true;
+  t.faults = board_->faults();
+  t.entries = entries_now();
+  return t;
+}
+
+bool planner::heard_board() const {
+  if (!board_)
+    return true;
+  for (uint32_t l = 0; l < lanes_.size(); ++l)
+    if (lanes_[l].failed.empty() && !lanes_[l].down && lanes_[l].entries_done < board_->entries(l))
+      return false;
+  return true;
 }
 
 } // namespace ag

@@ -10,6 +10,7 @@
 #include "actorgraph/error.hpp"
 #include "ipc/cleanup_registry.hpp"
 #include "ipc/leftovers.hpp"
+#include "ipc/shm_channel.hpp"
 
 namespace ag {
 
@@ -82,7 +83,8 @@ void cleanup_slots::add(const std::string& path, bool is_dir) {
 }
 
 process_env::process_env(std::size_t store_bytes, std::size_t device_lanes,
-                         const std::string& runner_path) {
+                         const std::string& runner_path, std::size_t ring_bytes,
+                         std::chrono::nanoseconds spin) {
   remove_leftovers(tmp_dir());
   setup_.runner_path = find_runner(runner_path);
   dir_ = runtime_dir::create();
@@ -92,6 +94,13 @@ process_env::process_env(std::size_t store_bytes, std::size_t device_lanes,
   store_ = tensor_store::create_shared("/" + prefix + "-store", store_bytes);
   // What a stop signal must remove if it ends the program before this environment ends.
   cleanup_.add("/dev/shm" + store_.name(), false);
+  if (ring_bytes > 0) {
+    const auto lanes = static_cast<uint32_t>(device_lanes + 1);
+    setup_.channel = std::make_shared<shm_channel>(shm_channel::create(
+      "/" + prefix + "-channel", lanes, static_cast<uint32_t>(device_lanes), ring_bytes));
+    cleanup_.add("/dev/shm" + setup_.channel->name(), false);
+    setup_.spin = spin;
+  }
   for (std::size_t i = 0; i < device_lanes; ++i)
     cleanup_.add("/dev/shm/" + sync_segment(prefix, device_lane(i)), false);
   for (const char* endpoint : {"/pub", "/pull"})
@@ -123,6 +132,11 @@ proxy_setup make_proxy_setup(const process_setup& p, uint32_t lane, const device
   ps.args.store_name = p.store_name;
   ps.args.store_bytes = store_bytes;
   ps.args.parent_pid = static_cast<int32_t>(::getpid());
+  if (p.channel) {
+    ps.extra_args = {"--channel=" + p.channel->name(),
+                     "--channel-bytes=" + std::to_string(p.channel->size()),
+                     "--spin-ns=" + std::to_string(p.spin.count())};
+  }
   ps.start_timeout = start_timeout;
   ps.stop_timeout = stop_timeout;
   return ps;

@@ -4,6 +4,7 @@
 // with the stop-signal clean-up. Used by the runtime in process mode and by ag-replay.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -33,7 +34,11 @@ public:
   // Removes what dead runtimes left, creates the directory and a store of store_bytes, and finds
   // ag-runner (runner_path, else $AG_RUNNER, else beside the installed library or the running
   // program). Throws ag::error naming what could not be set up.
-  process_env(std::size_t store_bytes, std::size_t device_lanes, const std::string& runner_path);
+  // ring_bytes: the broadcast ring of the shared-memory path (0: the sockets alone); spin: how long
+  // its waits spin.
+  process_env(std::size_t store_bytes, std::size_t device_lanes, const std::string& runner_path,
+              std::size_t ring_bytes = 0,
+              std::chrono::nanoseconds spin = std::chrono::microseconds{50});
   process_env(const process_env&) = delete;
   process_env& operator=(const process_env&) = delete;
 

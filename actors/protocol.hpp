@@ -11,7 +11,10 @@
 //                              (stats) -> (store live, device live, batches, operators)
 //                              (shutdown) -> what went wrong as the runners stopped (a child's
 //                              non-zero exit code; empty: nothing), once every runner stopped
+//                              (ticket, operand_id) -> wait_ticket: a read the user's thread may
+//                              wait for on the completion board; (ticket) -> the same for a sync
 //   executor -> itself:        (flush): the end of one mailbox drain; dispatches the batch
+//                              (resend): broadcasts that waited for room on the ring, again
 //   executor -> runner:        (execute, batch)
 //   runner -> executor:        (ready, lane)  (done, lane, ops done, device live bytes)
 //                              (failed, lane, op index, what)
@@ -40,6 +43,7 @@
 #include <caf/replies_to.hpp>
 
 #include "actors/errc.hpp"
+#include "actors/plan_records.hpp"
 #include "graph/op.hpp"
 
 namespace ag {
@@ -65,6 +69,8 @@ using received_atom = caf::atom_constant<caf::atom("received")>;
 using kill_atom = caf::atom_constant<caf::atom("kill")>;
 using progress_atom = caf::atom_constant<caf::atom("progress")>;
 using unstage_atom = caf::atom_constant<caf::atom("unstage")>;
+using ticket_atom = caf::atom_constant<caf::atom("ticket")>;
+using resend_atom = caf::atom_constant<caf::atom("resend")>;
 
 // The tag of the start-up deadline message the executor sends itself.
 struct start_deadline_t {};
@@ -73,6 +79,12 @@ constexpr start_deadline_t start_deadline{};
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, start_deadline_t&) {
   return f(caf::meta::type_name("start_deadline"));
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, wait_ticket& x) {
+  return f(caf::meta::type_name("wait_ticket"), x.valid, x.faults, x.lane, x.index, x.offset,
+           x.entries);
 }
 
 // The runners' answers: what a stream actor reports to (the executor; in a child, its pusher;
@@ -95,7 +107,9 @@ using executor_actor = caf::typed_actor<
   caf::reacts_to<failed_atom, uint32_t, uint64_t, std::string>,
   caf::reacts_to<received_atom, uint32_t, uint64_t>, caf::reacts_to<flush_atom>,
   caf::reacts_to<expire_atom, uint64_t>, caf::reacts_to<progress_atom>,
-  caf::reacts_to<wait_ready_atom, start_deadline_t>>;
+  caf::reacts_to<wait_ready_atom, start_deadline_t>,
+  caf::replies_to<ticket_atom, operand_id>::with<wait_ticket>,
+  caf::replies_to<ticket_atom>::with<wait_ticket>, caf::reacts_to<resend_atom>>;
 
 // One device's runner in this process (actors/stream_actor.hpp).
 using stream_actor = caf::typed_actor<caf::reacts_to<execute_atom, batch>>;

@@ -3,7 +3,9 @@
 // Destroy, each with the next message id; during start-up it also broadcasts a Hello every few
 // milliseconds, so that a child knows when its SUB connection is up. Encoding happens here, off the
 // executor's thread. With a trace writer, every frame is recorded before it is sent. Detached: it
-// owns a socket.
+// owns a socket. With a ring publisher (the shared-memory path), Execute and Destroy go on the
+// ring instead (ids from the ring's sequence, Hellos' too); a frame that finds no room waits in
+// the ring publisher's queue, which it retries every millisecond until it is empty.
 //
 //   (publish, wire::execute_msg)   encodes and sends an Execute
 //   (publish, std::vector<char>)   sends an already encoded Execute body (ag-replay)
@@ -21,11 +23,14 @@ class context_t;
 
 namespace ag {
 
+class ring_publisher;
+
 namespace trace {
 class writer;
 } // namespace trace
 
 caf::actor spawn_publisher(caf::actor_system& sys, std::shared_ptr<zmq::context_t> ctx,
-                           std::string endpoint, std::shared_ptr<trace::writer> trace = nullptr);
+                           std::string endpoint, std::shared_ptr<trace::writer> trace = nullptr,
+                           std::shared_ptr<ring_publisher> ring = nullptr);
 
 } // namespace ag

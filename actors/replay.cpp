@@ -28,6 +28,21 @@ constexpr uint64_t scratch_align = 64;
 
 uint64_t round_up(uint64_t x) { return (x + scratch_align - 1) / scratch_align * scratch_align; }
 
+// The shared-memory path's ring: 4 MiB, or large enough for the largest recorded frame (one
+// recorded on the sockets may be larger than a ring's); 0 on the sockets.
+std::size_t ring_bytes_for(const trace::file& t, const replay_options& opt) {
+  if (opt.transport != transport::shared_memory)
+    return 0;
+  std::size_t largest = 0;
+  for (const auto& r : t.records)
+    if (auto* f = std::get_if<trace::frame_rec>(&r.body))
+      largest = std::max(largest, f->body.size());
+  std::size_t ring = std::size_t{4} << 20;
+  while (ring / 2 < largest + wire::header_size + 64)
+    ring *= 2;
+  return ring;
+}
+
 // A runner's answer to a batch.
 struct answer {
   bool failed = false;
@@ -52,6 +67,8 @@ struct replay_lane {
   std::deque<answer> answers;
   std::vector<sent_batch> sent;
   uint64_t ops_after = 0;
+  uint64_t heard = 0;         // operators its answers so far say are done
+  bool heard_failure = false; // one of its answers is a failure
 };
 
 class divergence : public std::runtime_error {
@@ -90,7 +107,8 @@ public:
             throw error("the trace's store and live device operands need more than "
                         + std::to_string(trace::max_store_bytes) + " bytes");
     if (opt.process) {
-      env_.emplace(store_bytes, devices.size() - 1, opt.runner_path);
+      env_.emplace(store_bytes, devices.size() - 1, opt.runner_path, ring_bytes_for(t, opt),
+                   std::chrono::microseconds{50});
       store_base_ = env_->store().base();
     } else {
       local_store_ = tensor_store::anonymous(store_bytes);
@@ -190,12 +208,16 @@ private:
           ln->ready = true;
       },
       [&](done_atom, uint32_t l, uint64_t done, uint64_t live) {
-        if (auto* ln = lane(l))
+        if (auto* ln = lane(l)) {
           ln->answers.push_back({false, done, live, {}});
+          ln->heard = std::max(ln->heard, done);
+        }
       },
       [&](failed_atom, uint32_t l, uint64_t index, std::string& what) {
-        if (auto* ln = lane(l))
+        if (auto* ln = lane(l)) {
           ln->answers.push_back({true, index, 0, std::move(what)});
+          ln->heard_failure = true;
+        }
         else if (protocol_error_.empty())
           protocol_error_ = what;
       },
@@ -212,11 +234,12 @@ private:
     return got;
   }
 
-  // The next answer of lane l; a divergence when there is none by the deadline.
-  answer next_answer(uint32_t l, const std::string& waiting_for) {
+  // Handles answers of lane l until `enough` holds; a divergence when it does not by the deadline.
+  template <class Enough>
+  void wait_answers(uint32_t l, Enough enough, const std::string& waiting_for) {
     auto& ln = lanes_[l];
     const auto deadline = deadline_after(opt_.timeout);
-    while (ln.answers.empty()) {
+    while (!enough(ln)) {
       if (!protocol_error_.empty())
         throw divergence("a child sent a malformed message: " + protocol_error_);
       if (!ln.down.empty())
@@ -226,6 +249,12 @@ private:
         throw divergence(name(l) + ": no acknowledgement within "
                          + std::to_string(opt_.timeout.count()) + " ms while " + waiting_for);
     }
+  }
+
+  // The next answer of lane l; a divergence when there is none by the deadline.
+  answer next_answer(uint32_t l, const std::string& waiting_for) {
+    auto& ln = lanes_[l];
+    wait_answers(l, [](const replay_lane& x) { return !x.answers.empty(); }, waiting_for);
     answer a = std::move(ln.answers.front());
     ln.answers.pop_front();
     return a;
@@ -245,6 +274,7 @@ private:
     if (!x.data.empty())
       std::memcpy(store_base_ + x.offset, x.data.data(), x.data.size());
     writers_[x.id] = "the store write of record " + std::to_string(r.index);
+    written_at_.erase(x.id);
   }
 
   void on(const trace::record& r, const trace::local_rec& x) {
@@ -319,6 +349,21 @@ private:
 
   void on(const trace::record& r, const trace::read_rec& x) {
     ++report_.reads;
+    // A read waits for the operator that wrote the tensor, as the runtime's read does: on the
+    // shared-memory path a read can be recorded before the acknowledgement it waited for.
+    if (auto w = written_at_.find(x.id); w != written_at_.end()) {
+      const auto [lane, index] = w->second;
+      const std::string what =
+        "the read of #" + std::to_string(x.id) + " (record " + std::to_string(r.index) + ")";
+      wait_answers(lane, [index = index](const replay_lane& ln) {
+        return ln.heard >= index || ln.heard_failure;
+      }, what);
+      // A recorded read is one whose writer ran in the recording.
+      for (const auto& a : lanes_[lane].answers)
+        if (a.failed && a.index <= index)
+          throw divergence(name(lane) + ", " + what + ": the replay failed at "
+                           + op_at(lane, a.index) + ": " + a.what + "; the recording ran it");
+    }
     const auto* got = store_base_ + x.offset;
     report_.digests.push_back({"read #" + std::to_string(x.id), x.data.size(),
                                trace::digest(got, x.data.size())});
@@ -443,9 +488,11 @@ private:
     ln.sent.push_back({b.ops_before + 1, b.ops_after(), where, b.ops});
     ln.ops_after = std::max(ln.ops_after, b.ops_after());
     for (std::size_t i = 0; i < b.ops.size(); ++i)
-      if (b.ops[i].out.id != 0)
+      if (b.ops[i].out.id != 0) {
         writers_[b.ops[i].out.id] = "operator " + std::to_string(b.ops_before + i + 1) + " of "
                                     + name(b.lane) + " (" + describe(b.ops[i]) + ") in " + where;
+        written_at_[b.ops[i].out.id] = {b.lane, b.ops_before + i + 1};
+      }
   }
 
   std::string name(uint32_t l) const {
@@ -474,6 +521,7 @@ private:
   std::optional<lane_topology> topo_; // the runners; destroyed by stop()
   std::vector<replay_lane> lanes_;
   std::unordered_map<operand_id, std::string> writers_; // who last wrote each operand
+  std::unordered_map<operand_id, std::pair<uint32_t, uint64_t>> written_at_; // (lane, operator)
   std::vector<trace::live_operand> live_;
   std::string protocol_error_;
   replay_report report_;

@@ -17,6 +17,7 @@
 #include <caf/fwd.hpp>
 
 #include "actorgraph/device.hpp"
+#include "actorgraph/graph_option.hpp"
 
 namespace ag {
 
@@ -28,6 +29,9 @@ struct replay_options {
   std::vector<device> devices; // one per recorded device lane; empty: the recorded devices
   bool process = true;         // false: every lane is a stream actor in this process
   std::string runner_path;     // process: ag-runner (empty: found as the runtime finds it)
+  // process: the shared-memory path (a broadcast ring, acknowledgements also on a board) or the
+  // sockets alone; the same frames either way.
+  ag::transport transport = ag::transport::shared_memory;
   // Deadline of every wait: start-up, each acknowledgement, shutdown.
   std::chrono::milliseconds timeout{std::chrono::seconds{60}};
   // Largest |replayed - recorded| / max(1, |recorded|) of a read element; 0: bit for bit.

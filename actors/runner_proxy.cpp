@@ -93,8 +93,9 @@ runner_proxy_actor::behavior_type runner_proxy(proxy_self self, proxy_setup setu
   const auto dev = st.setup.args.where.str();
   try {
     st.sync = sub_process_sync::create(st.setup.segment_name, wire::encode(st.setup.args));
-    st.child = sub_process::spawn(st.setup.runner_path,
-                                  {"--remote-runner", "--shm-name=" + st.setup.segment_name});
+    std::vector<std::string> argv{"--remote-runner", "--shm-name=" + st.setup.segment_name};
+    argv.insert(argv.end(), st.setup.extra_args.begin(), st.setup.extra_args.end());
+    st.child = sub_process::spawn(st.setup.runner_path, argv);
     const auto deadline = deadline_after(st.setup.start_timeout);
     if (!st.sync.wait_started(deadline, [&] { return !st.child.try_wait(); })) {
       if (const auto& status = st.child.try_wait())

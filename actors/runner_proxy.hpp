@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include <caf/fwd.hpp>
 
@@ -24,6 +25,7 @@ struct proxy_setup {
   std::string runner_path;  // ag-runner
   std::string segment_name; // its SubProcessSync segment
   wire::startup_args args;
+  std::vector<std::string> extra_args; // after --remote-runner --shm-name=: the shared-memory path
   std::chrono::milliseconds start_timeout{60000}; // for the started handshake
   std::chrono::milliseconds stop_timeout{60000};  // for the child's exit at shutdown
 };

@@ -22,6 +22,8 @@
 #include "cuda/kernel_stream.hpp"
 #include "graph/deadline.hpp"
 #include "graph/runtime_core.hpp"
+#include "ipc/completion_board.hpp"
+#include "ipc/shm_channel.hpp"
 #include "ipc/tensor_store.hpp"
 #include "ipc/timeline.hpp"
 #include "ipc/trace.hpp"
@@ -100,6 +102,16 @@ public:
                     + " must be positive (milliseconds::max() means no deadline)");
       *d = normalized(*d);
     }
+    if (opt_.spin_wait.count() < 0)
+      throw error("graph_option::spin_wait must not be negative");
+    const bool shm = opt_.transport == transport::shared_memory;
+    if (opt_.transport != transport::shared_memory && opt_.transport != transport::sockets)
+      throw error("graph_option::transport " + std::to_string(static_cast<int>(opt_.transport))
+                  + " is neither shared_memory nor sockets");
+    if (shm && opt_.per_device_per_process
+        && (opt_.ring_bytes < (std::size_t{64} << 10) || (opt_.ring_bytes & (opt_.ring_bytes - 1)) != 0))
+      throw error("graph_option::ring_bytes " + std::to_string(opt_.ring_bytes)
+                  + " is not a power of two of at least 65536");
     devices_ = resolve_devices(opt_.devices);
     std::vector<std::string> lane_names(devices_.size() + 1);
     lane_names[cpu_lane] = "cpu";
@@ -111,10 +123,17 @@ public:
     executor_setup setup;
     setup.devices = devices_;
     if (opt_.per_device_per_process) {
-      env_.emplace(opt_.store_bytes, devices_.size(), opt_.runner_path);
+      env_.emplace(opt_.store_bytes, devices_.size(), opt_.runner_path, shm ? opt_.ring_bytes : 0,
+                   opt_.spin_wait);
       setup.process = env_->setup();
+      if (shm)
+        board_ = &env_->setup().channel->board();
     } else {
       store_ = tensor_store::anonymous(opt_.store_bytes);
+      if (shm) {
+        local_board_ = std::make_unique<local_board>(static_cast<uint32_t>(devices_.size() + 1));
+        board_ = setup.plan.board = &local_board_->board();
+      }
     }
     // Once nothing above can fail: a runtime that could not be set up leaves no trace file.
     if (!opt_.trace_path.empty())
@@ -180,6 +199,10 @@ public:
       // Deliberately never freed: this runtime's members are destroyed next, and the mapping
       // must outlive them.
       new tensor_store(std::move(store()));
+      // Likewise the board they publish on.
+      (void)local_board_.release();
+      if (env_ && env_->setup().channel)
+        new std::shared_ptr<shm_channel>(env_->setup().channel);
     }
   }
 
@@ -204,8 +227,14 @@ public:
   }
 
   std::vector<float> read(operand_id id, std::size_t count) override {
-    const auto offset = wait<uint64_t>("to_vector of tensor #" + std::to_string(id), fetch_atom::value,
-                                       id);
+    const std::string what = "to_vector of tensor #" + std::to_string(id);
+    std::optional<uint64_t> fast;
+    if (board_) {
+      fast = read_on_board(what, id);
+      if (!fast && stopped_)
+        throw error(what + ": the runtime was destroyed while it waited");
+    }
+    const auto offset = fast ? *fast : wait<uint64_t>(what, fetch_atom::value, id);
     store_fence::acquire();
     if (!store().contains(offset, count * sizeof(float)))
       throw error("to_vector of tensor #" + std::to_string(id) + ": store range out of bounds");
@@ -244,7 +273,13 @@ public:
     return out;
   }
 
-  void sync() override { wait<caf::unit_t>("sync", sync_atom::value); }
+  void sync() override {
+    if (board_ && sync_on_board())
+      return;
+    if (board_ && stopped_)
+      throw error("sync: the runtime was destroyed while it waited");
+    wait<caf::unit_t>("sync", sync_atom::value);
+  }
 
   runtime_stats stats() {
     const auto [store_bytes, device_bytes, batches, operators] =
@@ -291,6 +326,56 @@ private:
     }
   }
 
+  // -- the shared-memory path: waits answered on the completion board ------------------------------
+
+  std::string lane_name(uint32_t lane) const {
+    return lane == cpu_lane ? std::string{"cpu"} : devices_.at(lane - 1).str();
+  }
+
+  spin_policy spin() const noexcept { return {opt_.spin_wait}; }
+
+  // The tensor's store offset once its writer ran, watched on the board: nullopt when the
+  // executor must answer (no ticket; a failure or the runtime's end came first).
+  std::optional<uint64_t> read_on_board(const std::string& what, operand_id id) {
+    const auto t = wait<wait_ticket>(what, ticket_atom::value, id);
+    if (!t.valid)
+      return std::nullopt;
+    switch (board_->wait_op(t.lane, t.index, t.faults, deadline_after(opt_.wait_timeout), spin())) {
+      case completion_board::outcome::done:
+        return t.offset;
+      case completion_board::outcome::stale:
+        return std::nullopt;
+      case completion_board::outcome::timed_out:
+        break;
+    }
+    throw error(what + ": not written within " + duration_string(opt_.wait_timeout) + ": "
+                + lane_name(t.lane) + " has not acknowledged it (operator " + std::to_string(t.index)
+                + ", " + std::to_string(board_->ops(t.lane)) + " acknowledged)");
+  }
+
+  // True once every entry submitted before was acknowledged, watched on the board; false when
+  // the executor must answer.
+  bool sync_on_board() {
+    const auto t = wait<wait_ticket>("sync", ticket_atom::value);
+    if (!t.valid)
+      return false;
+    switch (board_->wait_entries(t.entries, t.faults, deadline_after(opt_.wait_timeout), spin())) {
+      case completion_board::outcome::done:
+        return true;
+      case completion_board::outcome::stale:
+        return false;
+      case completion_board::outcome::timed_out:
+        break;
+    }
+    std::string silent;
+    for (uint32_t l = 0; l < t.entries.size(); ++l)
+      if (board_->entries(l) < t.entries[l])
+        silent += (silent.empty() ? "" : ", ") + lane_name(l) + " ("
+                  + std::to_string(t.entries[l] - board_->entries(l)) + " entries unacknowledged)";
+    throw error("sync: no acknowledgement within " + duration_string(opt_.wait_timeout) + " from "
+                + silent);
+  }
+
   uint32_t lane_of(const device& d) const noexcept {
     for (std::size_t i = 0; i < devices_.size(); ++i)
       if (devices_[i] == d)
@@ -332,6 +417,8 @@ private:
 
   graph_option opt_;
   std::vector<device> devices_;
+  std::unique_ptr<local_board> local_board_; // thread mode, the shared-memory path
+  completion_board* board_ = nullptr;        // the shared-memory path: where waits are answered
   std::optional<process_env> env_; // process mode: directory, shared store, clean-up
   tensor_store store_;              // thread mode
   std::optional<caf::actor_system_config> cfg_;

@@ -27,6 +27,7 @@
 
 namespace ag {
 
+class completion_board;
 class timeline;
 
 // Spawns the runner of `dev`, reporting to `report_to` (the executor; in a child, its pusher) as
@@ -34,10 +35,12 @@ class timeline;
 // With pin_store, a CUDA stream registers the store, so that copies between it and the GPU run at
 // pinned-memory speed (each 64 MiB chunk is pinned when a copy first touches it). With a timeline, each batch and each operator in it is a
 // span on the track (this process, lane); on CUDA an operator's span is its launch, and the
-// synchronize before an acknowledgement is a span of its own.
+// synchronize before an acknowledgement is a span of its own. With a board, each acknowledgement
+// is published there too (actors/batch_runner.hpp).
 stream_actor spawn_stream_actor(caf::actor_system& sys, runner_answers_actor report_to,
                                 uint32_t lane, device dev, std::byte* store_base,
                                 std::size_t store_size, bool pin_store,
-                                std::shared_ptr<ag::timeline> timeline = nullptr);
+                                std::shared_ptr<ag::timeline> timeline = nullptr,
+                                completion_board* board = nullptr);
 
 } // namespace ag

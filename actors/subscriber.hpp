@@ -1,7 +1,9 @@
 // subscriber: a child's SUB socket (the seed's RemoteRunnerSubscriber). Checks that message ids
 // follow each other (a gap is reported as a failure, and nothing after it runs), hands the batch
 // of its own lane to the stream actor, tells the pusher it heard a Hello, and the child's main
-// thread when a Destroy arrives. Detached: it blocks in a poll of its socket.
+// thread when a Destroy arrives. Detached: it blocks in a poll of its socket. Without a stream
+// actor (a child on the shared-memory path, whose ring reader runs the batches), the socket
+// carries Hellos and nothing else runs from it, and ids need only grow.
 #pragma once
 
 #include <cstdint>

@@ -180,12 +180,12 @@ bool remove_runtime_dir(int parent_fd, const std::string& name, int dir_fd) {
   return ::unlinkat(parent_fd, name.c_str(), AT_REMOVEDIR) == 0;
 }
 
-// True when `shm` is `dir`-store or `dir`-sync-<digits>.
+// True when `shm` is `dir`-store, `dir`-channel or `dir`-sync-<digits>.
 bool belongs_to(const std::string& shm, const std::string& dir) {
   if (shm.size() <= dir.size() + 1 || shm.compare(0, dir.size(), dir) != 0 || shm[dir.size()] != '-')
     return false;
   const std::string rest = shm.substr(dir.size() + 1);
-  return rest == "store" || (rest.rfind("sync-", 0) == 0 && all_digits(rest, 5, rest.size()));
+  return rest == "store" || rest == "channel" || (rest.rfind("sync-", 0) == 0 && all_digits(rest, 5, rest.size()));
 }
 
 } // namespace

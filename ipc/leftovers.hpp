@@ -1,6 +1,6 @@
 // Removes what runtimes that died without shutting down left behind: their runtime directories
 // ($TMPDIR/ag-<pid>-actorgraph-<tag>) and the shared-memory objects named after them
-// (/dev/shm/ag-<pid>-actorgraph-<tag>-store, ...-sync-<lane>). A name alone proves nothing: a
+// (/dev/shm/ag-<pid>-actorgraph-<tag>-store, ...-channel, ...-sync-<lane>). A name alone proves nothing: a
 // directory is only ours when it holds an owner marker (magic line, pid, process start time, boot
 // id) that this user wrote, and it is only removed once that process is provably gone.
 #pragma once
@@ -49,7 +49,7 @@ struct leftovers_removed {
 // Removes, for every directory in tmp_dir that is a dead runtime's (the name's shape, a real
 // directory of this user with no access for others, a regular marker file of this user that
 // parses and names the pid in the name, and an owner that is gone): the regular shared-memory
-// objects of this user named <dir's name>-store and <dir's name>-sync-<lane>, then the files in
+// objects of this user named <dir's name>-store, -channel and -sync-<lane>, then the files in
 // the directory, the marker, the directory. Symlinks are never followed; a directory holding a
 // subdirectory is left whole. Never throws.
 leftovers_removed remove_leftovers(const std::string& tmp_dir) noexcept;

@@ -2,7 +2,8 @@
 // again against fresh runners and compares every acknowledgement and every read with the
 // recording; prints a digest of every read and every operand still held at the end.
 //
-//   ag-replay TRACE [--mode=process|inproc] [--devices=sim:0,...] [--tolerance=REL]
+//   ag-replay TRACE [--mode=process|inproc] [--transport=shared_memory|sockets]
+//                   [--devices=sim:0,...] [--tolerance=REL]
 //                   [--timeout=MS] [--expect=DIGESTS] [--digests=OUT] [--runner=PATH]
 //                   [--config-file=FILE] [--version] [--help]
 //
@@ -42,6 +43,7 @@ constexpr std::size_t max_expect_bytes = std::size_t{64} << 20;
 class replay_config : public ag::app::config {
 public:
   std::string mode = "process";
+  std::string transport = "shared_memory";
   std::string devices;
   double tolerance = 0;
   int64_t timeout_ms = 60000;
@@ -52,6 +54,7 @@ public:
   replay_config() : ag::app::config("ag-replay", true) {
     opt_group{custom_options_, "global"}
       .add(mode, "mode,m", "process (an ag-runner child per device) or inproc (stream actors here)")
+      .add(transport, "transport", "process: shared_memory (a broadcast ring) or sockets")
       .add(devices, "devices,d", "replay the device lanes on these devices (default: as recorded)")
       .add(tolerance, "tolerance", "largest relative difference of a read element (default 0: bit for bit)")
       .add(timeout_ms, "timeout", "deadline in ms of every wait (start-up, each acknowledgement; at most a day)")
@@ -143,6 +146,9 @@ int start(int argc, char** argv) {
     return cfg.usage("--tolerance=" + given.str()
                      + ": expected a finite relative difference, not negative");
   }
+  if (cfg.transport != "shared_memory" && cfg.transport != "sockets")
+    return cfg.usage("--transport=" + cfg.transport + ": expected shared_memory or sockets");
+  opt.transport = cfg.transport == "sockets" ? ag::transport::sockets : ag::transport::shared_memory;
   opt.process = cfg.mode == "process";
   opt.runner_path = cfg.runner;
   opt.tolerance = cfg.tolerance;

@@ -2,15 +2,18 @@
 // RemoteRunnerInProcessLauncher::BackgroundProcessExecMain and its RemoteRunner). The controller
 // starts it as
 //
-//   ag-runner --remote-runner --shm-name=NAME
+//   ag-runner --remote-runner --shm-name=NAME [--channel=OBJ --channel-bytes=N --spin-ns=T]
 //
 // It reads its start-up arguments from the SubProcessSync segment NAME, maps the tensor store,
 // starts its own actor system (pusher, the same stream actor as thread mode, subscriber), says it
-// started, and runs until the exit flag is set, a Destroy arrives or its controller is gone.
+// started, and runs until the exit flag is set, a Destroy arrives or its controller is gone. With
+// --channel (the shared-memory path), a ring reader takes the batches from the broadcast ring in
+// OBJ and runs them on the same batch runner, publishing its acknowledgements on OBJ's board too.
 // Exit codes (README.md, "Exit codes"): 0 after an orderly exit, 2 bad command line, 3 start-up
 // failed (the reason is left in the segment for the controller), 4 its stream failed to start or
 // stopped. It reads no configuration file: not caf-application.ini from whatever directory the
 // controller runs in, nor --config-file.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -27,8 +30,10 @@
 #include "apps/app_config.hpp"
 #include "actors/protocol.hpp"
 #include "actors/pusher.hpp"
+#include "actors/ring_reader.hpp"
 #include "actors/stream_actor.hpp"
 #include "actors/subscriber.hpp"
+#include "ipc/shm_channel.hpp"
 #include "ipc/sub_process_sync.hpp"
 #include "ipc/tensor_store.hpp"
 #include "ipc/timeline.hpp"
@@ -40,11 +45,17 @@ class runner_config : public ag::app::config {
 public:
   bool remote_runner = false;
   std::string shm_name;
+  std::string channel;      // the shared-memory path: the board and the ring; empty: sockets
+  size_t channel_bytes = 0;
+  int64_t spin_ns = 50000;
 
   runner_config() : ag::app::config("ag-runner", false) {
     opt_group{custom_options_, "global"}
       .add(remote_runner, "remote-runner", "run as the child of one device (required)")
-      .add(shm_name, "shm-name", "the start-up segment the controller created");
+      .add(shm_name, "shm-name", "the start-up segment the controller created")
+      .add(channel, "channel", "the shared-memory path's object (board and ring); none: sockets")
+      .add(channel_bytes, "channel-bytes", "its size in bytes")
+      .add(spin_ns, "spin-ns", "how long a wait on the ring spins before it sleeps");
     set("scheduler.max-threads", 2);
     set("logger.console", caf::atom("none"));
   }
@@ -64,6 +75,13 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
   if (!parent_alive(args.parent_pid))
     throw ag::error("controller (pid " + std::to_string(args.parent_pid) + ") is gone");
   auto store = ag::tensor_store::open_shared(args.store_name, args.store_bytes);
+  std::shared_ptr<ag::shm_channel> channel;
+  if (!cfg.channel.empty()) {
+    channel = std::make_shared<ag::shm_channel>(ag::shm_channel::open(cfg.channel, cfg.channel_bytes));
+    if (args.lane == 0 || args.lane > channel->ring().readers())
+      throw ag::error("lane " + std::to_string(args.lane) + " has no reader in a ring of "
+                      + std::to_string(channel->ring().readers()));
+  }
   std::shared_ptr<ag::timeline> timeline;
   if (!args.timeline_part.empty()) {
     timeline = std::make_shared<ag::timeline>();
@@ -75,11 +93,24 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
     auto ctx = std::make_shared<zmq::context_t>(1);
     caf::scoped_actor self{sys};
     auto pusher = ag::spawn_pusher(sys, ctx, args.pull_endpoint, args.lane, args.where);
-    auto stream = caf::actor_cast<caf::actor>(ag::spawn_stream_actor(
-      sys, caf::actor_cast<ag::runner_answers_actor>(pusher), args.lane, args.where, store.base(),
-      store.size(), args.where.type == ag::device::kind::cuda, timeline));
+    const bool pin = args.where.type == ag::device::kind::cuda;
+    caf::actor stream;
+    if (channel) { // the ring reader runs the batches; the socket carries the Hellos
+      ag::ring_reader_setup rs;
+      rs.runner = {args.lane, args.where, store.base(), store.size(), pin, timeline,
+                   &channel->board()};
+      rs.channel = channel;
+      rs.reader = args.lane - 1;
+      rs.spin = std::chrono::nanoseconds{std::max<int64_t>(cfg.spin_ns, 0)};
+      stream = ag::spawn_ring_reader(sys, std::move(rs), pusher, caf::actor_cast<caf::actor>(self));
+    } else {
+      stream = caf::actor_cast<caf::actor>(ag::spawn_stream_actor(
+        sys, caf::actor_cast<ag::runner_answers_actor>(pusher), args.lane, args.where,
+        store.base(), store.size(), pin, timeline));
+    }
     self->monitor(stream);
-    auto subscriber = ag::spawn_subscriber(sys, ctx, args.pub_endpoint, args.lane, stream, pusher,
+    auto subscriber = ag::spawn_subscriber(sys, ctx, args.pub_endpoint, args.lane,
+                                           channel ? caf::actor{} : stream, pusher,
                                            caf::actor_cast<caf::actor>(self));
     sync.notify_started();
     bool running = true;

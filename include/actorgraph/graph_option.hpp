@@ -10,6 +10,17 @@
 
 namespace ag {
 
+// How waits are answered and, in process mode, how batches reach the children.
+enum class transport {
+  // The shared-memory path: a child reads its batches from a broadcast ring in memory the
+  // controller and every child map, and every runner publishes its acknowledgements on a
+  // completion board there, which a thread waiting in sync() or to_vector() watches itself.
+  shared_memory,
+  // The sockets alone: batches over the PUB socket, acknowledgements over PUSH/PULL, and every
+  // wait answered by the executor actor (the path before the shared-memory one; for comparison).
+  sockets,
+};
+
 struct graph_option {
   // Devices that run operators besides the controller's cpu (which is always available). Empty
   // means "auto": every visible CUDA GPU, else sim:0,sim:1.
@@ -53,6 +64,19 @@ struct graph_option {
   // failed (its device's work throws "sim:1 made no progress for 10000 ms") and killed. A child that
   // is slow but reading is never failed for being behind.
   std::chrono::milliseconds progress_timeout{std::chrono::seconds{10}};
+
+  // The shared-memory path, or the sockets alone (above).
+  ag::transport transport = ag::transport::shared_memory;
+
+  // The shared-memory path: every wait on it (a user's thread in sync() or to_vector(), a child
+  // waiting for its next batch) spins this long, then sleeps on a futex until it is woken or its
+  // deadline passes. Busy, a hand-off then costs a cache-line transfer (well under a microsecond);
+  // idle, nothing spins. 0: sleep at once.
+  std::chrono::microseconds spin_wait{50};
+
+  // Process mode, the shared-memory path: bytes of the broadcast ring (a power of two, at least
+  // 64 KiB). The largest broadcast is half of it; more operators than that go in several.
+  std::size_t ring_bytes = std::size_t{4} << 20;
 
   // Process mode: the ag-runner program. Empty: $AG_RUNNER, else the ag-runner installed beside
   // this library (<prefix>/bin), else one beside the running program.

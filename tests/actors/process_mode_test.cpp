@@ -66,7 +66,8 @@ TEST_CASE("process mode starts one ag-runner per device and stops them all, leav
   {
     ag::runtime rt{option(4, true)};
     CHECK(runner_children().size() == 4);
-    CHECK(my_shm().size() == 5); // the store and one start-up segment per child
+    // the store, the shared-memory path's channel and one start-up segment per child
+    CHECK(my_shm().size() == 6);
     const auto dirs = list_dir(tmp.path);
     REQUIRE(dirs.size() == 1);
     struct stat st {};

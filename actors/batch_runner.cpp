@@ -1,0 +1,165 @@
+#include "actors/batch_runner.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include <unistd.h>
+
+#include "actors/store_fence.hpp"
+#include "cuda/kernel_stream.hpp"
+#include "cuda/naive_runner.hpp"
+#include "ipc/completion_board.hpp"
+#include "ipc/timeline.hpp"
+
+namespace ag {
+
+namespace {
+
+// Launched but unconfirmed operators after which a runner synchronizes and acknowledges even while
+// more batches wait: acknowledgements free host-store ranges and answer waits.
+constexpr uint64_t max_unconfirmed_ops = 4096;
+// Likewise for bytes copied from or to the host store: the executor frees the staging of uploads
+// and moves only once they are acknowledged, and a store of S bytes must not fill up with ranges
+// that wait for nothing but an acknowledgement. An eighth of the store per runner.
+constexpr uint64_t store_share = 8;
+
+// When each no-hold operand of a batch can go: (id, 1 + the index of the last operator that uses
+// it, or 0 when none does), in that order. Releasing each as soon as its last user has run, not
+// after the whole batch, lets the next operator reuse its memory: a batch of thousands of adds
+// then needs the memory of a few, not of all of them.
+std::vector<std::pair<operand_id, std::size_t>> release_points(const batch& b) {
+  // Sorted by id while the last users are found: one allocation per batch, a binary search per
+  // operand reference.
+  std::vector<std::pair<operand_id, std::size_t>> last;
+  if (b.no_hold.empty())
+    return last;
+  last.reserve(b.no_hold.size());
+  for (auto id : b.no_hold)
+    last.emplace_back(id, 0);
+  std::sort(last.begin(), last.end());
+  for (std::size_t i = 0; i < b.ops.size(); ++i)
+    for (const auto* ref : {&b.ops[i].a, &b.ops[i].b, &b.ops[i].out}) {
+      if (ref->id == 0 || ref->on_host())
+        continue;
+      auto it = std::lower_bound(last.begin(), last.end(), std::pair{ref->id, std::size_t{0}});
+      for (; it != last.end() && it->first == ref->id; ++it)
+        it->second = i + 1;
+    }
+  std::stable_sort(last.begin(), last.end(),
+                   [](const auto& x, const auto& y) { return x.second < y.second; });
+  return last;
+}
+
+} // namespace
+
+batch_runner::batch_runner(batch_runner_setup setup, runner_answers& out)
+  : setup_(std::move(setup)), out_(out), pid_(static_cast<int>(::getpid())) {
+  if (setup_.timeline)
+    setup_.timeline->name_track(pid_, track(), setup_.dev.str());
+  host_bytes_budget_ = std::max<uint64_t>(setup_.store_size / store_share, 1);
+  stream_ = make_stream(setup_.dev);
+  if (setup_.pin_store)
+    stream_->register_host(setup_.store_base, setup_.store_size);
+  runner_ = std::make_unique<naive_runner>(*stream_, setup_.store_base, setup_.store_size);
+}
+
+batch_runner::~batch_runner() = default;
+
+// Marks the lane failed (on the board first: what is acknowledged after it must not read as
+// success) and reports it.
+void batch_runner::fail(uint64_t index, const std::string& what) {
+  failed_ = true;
+  if (setup_.board)
+    setup_.board->failed(setup_.lane, index);
+  out_.failed(setup_.lane, index, setup_.dev.str() + ": " + what);
+}
+
+// Confirms the first `count` pending batches: synchronizes the stream (a no-op on cpu and sim),
+// then acknowledges each; with `always`, synchronizes even when count is 0. An asynchronous
+// failure is reported against the last operator launched so far (which one failed, the stream
+// does not say).
+void batch_runner::acknowledge(std::size_t count, bool always) {
+  if (count == 0 && !always)
+    return;
+  timeline::scoped_span span{setup_.timeline.get(), pid_, track(), "synchronize", "batch"};
+  if (!failed_) {
+    try {
+      stream_->synchronize();
+      store_fence::release(); // what the stream wrote and read is the executor's again
+    } catch (const std::exception& e) {
+      fail(pending_.back().ops_after, e.what());
+    }
+  }
+  span.add("batches", count);
+  span.close();
+  for (std::size_t i = 0; i < count; ++i) {
+    if (setup_.board)
+      setup_.board->completed(setup_.lane, pending_[i].ops_after, pending_[i].entries_after);
+    out_.done(setup_.lane, pending_[i].ops_after, pending_[i].live);
+  }
+  if (setup_.board && count > 0)
+    setup_.board->notify();
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(count));
+  ops_unconfirmed_ = 0;
+  host_bytes_unconfirmed_ = 0;
+}
+
+// Runs batch b's operators in order (none once the lane failed), releasing each no-hold operand
+// after its last user; returns the index of the operator that failed and why, or {0, ""}.
+std::pair<uint64_t, std::string> batch_runner::run_batch(const batch& b) {
+  const auto releases = release_points(b);
+  std::size_t released = 0;
+  auto release_through = [&](std::size_t op_index) {
+    for (; released < releases.size() && releases[released].second <= op_index; ++released)
+      runner_->release(releases[released].first);
+  };
+  release_through(0); // operands no operator of this batch uses
+  std::pair<uint64_t, std::string> failure{0, {}};
+  for (std::size_t i = 0; i < b.ops.size() && !failed_ && failure.first == 0; ++i) {
+    const uint64_t index = b.ops_before + i + 1;
+    try {
+      timeline::scoped_span op_span{setup_.timeline.get(), pid_, track(), {}, "op"};
+      runner_->run(b.ops[i]);
+      if (op_span) {
+        op_span.rename(describe(b.ops[i]));
+        op_span.add("index", index);
+      }
+    } catch (const std::exception& e) {
+      failure = {index, e.what()};
+    }
+    release_through(i + 1);
+  }
+  release_through(b.ops.size());
+  return failure;
+}
+
+void batch_runner::execute(const batch& b, bool more_waiting) {
+  store_fence::acquire(); // the uploads the executor stored for this batch
+  timeline::scoped_span batch_span{setup_.timeline.get(), pid_, track(), "batch", "batch"};
+  const auto [failed_at, failure] = run_batch(b);
+  batch_span.add("operators", b.ops.size());
+  batch_span.add("released", b.no_hold.size());
+  batch_span.add("ops_after", b.ops_after());
+  batch_span.close();
+  entries_ += b.ops.size() + b.no_hold.size();
+  pending_.push_back({b.ops_after(), entries_, static_cast<uint64_t>(runner_->live_bytes())});
+  ops_unconfirmed_ += b.ops.size();
+  for (const auto& op : b.ops)
+    if (op.kind == op_kind::copy && (op.a.on_host() || op.out.on_host()))
+      host_bytes_unconfirmed_ += op.count * sizeof(float);
+  if (failed_at != 0) {
+    // What was launched before the failing operator, this batch's first ones included,
+    // finishes before anything is acknowledged: the executor frees store ranges on a failure.
+    acknowledge(pending_.size() - 1, true);
+    if (!failed_) // unless that synchronize failed already
+      fail(failed_at, failure);
+    acknowledge(pending_.size());
+  } else if (!more_waiting || ops_unconfirmed_ >= max_unconfirmed_ops
+             || host_bytes_unconfirmed_ >= host_bytes_budget_) {
+    acknowledge(pending_.size());
+  }
+}
+
+void batch_runner::confirm() { acknowledge(pending_.size()); }
+
+} // namespace ag

@@ -1,0 +1,85 @@
+// batch_runner: what a device's runner does, without actors (the stream actor in thread mode and
+// in a child on the socket path, the ring reader of a child on the shared-memory path). Runs each
+// batch in order on its kernel stream, releases the batch's no-hold operands after their last
+// users, and confirms the batches launched since the last synchronize: it synchronizes the stream
+// and acknowledges each, with the device bytes live after it, to its answers and, when it has
+// one, on the completion board (marking its lane failed there before it publishes what followed a
+// failure). Its owner calls confirm() once no further batch waits; it confirms by itself after a
+// failure, after 4096 unconfirmed operators, or after copies of an eighth of the store.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actorgraph/device.hpp"
+#include "graph/op.hpp"
+
+namespace ag {
+
+class completion_board;
+class kernel_stream;
+class naive_runner;
+class timeline;
+
+// Where a runner's acknowledgements go (a CAF actor behind it: the executor, a child's pusher).
+class runner_answers {
+public:
+  virtual ~runner_answers() = default;
+  virtual void done(uint32_t lane, uint64_t ops_done, uint64_t device_live) = 0;
+  virtual void failed(uint32_t lane, uint64_t index, std::string what) = 0;
+};
+
+struct batch_runner_setup {
+  uint32_t lane = 0;
+  device dev;
+  std::byte* store_base = nullptr;
+  std::size_t store_size = 0;
+  bool pin_store = false; // a CUDA stream registers the store (copies at pinned-memory speed)
+  std::shared_ptr<ag::timeline> timeline; // spans of batches, operators and synchronizes
+  completion_board* board = nullptr;      // null: the answers alone
+};
+
+class batch_runner {
+public:
+  // Creates the stream; throws ag::error naming the device when it cannot.
+  batch_runner(batch_runner_setup setup, runner_answers& out);
+  ~batch_runner();
+  batch_runner(const batch_runner&) = delete;
+  batch_runner& operator=(const batch_runner&) = delete;
+
+  // Runs batch b (nothing once the lane failed). more_waiting: another batch is already there, so
+  // that confirming can wait for it (unless enough is unconfirmed).
+  void execute(const batch& b, bool more_waiting);
+  // Confirms every batch launched so far.
+  void confirm();
+  bool unconfirmed() const noexcept { return !pending_.empty(); }
+  const device& dev() const noexcept { return setup_.dev; }
+
+private:
+  struct pending_ack {
+    uint64_t ops_after;
+    uint64_t entries_after;
+    uint64_t live;
+  };
+  std::pair<uint64_t, std::string> run_batch(const batch& b);
+  void acknowledge(std::size_t count, bool always = false);
+  void fail(uint64_t index, const std::string& what);
+  int track() const noexcept { return static_cast<int>(setup_.lane) + 1; }
+
+  batch_runner_setup setup_;
+  runner_answers& out_;
+  std::unique_ptr<kernel_stream> stream_;
+  std::unique_ptr<naive_runner> runner_; // declared after stream_: destroyed before it
+  bool failed_ = false;
+  int pid_ = 0;
+  std::vector<pending_ack> pending_;
+  uint64_t entries_ = 0; // entries (operators and releases) of every batch run
+  uint64_t ops_unconfirmed_ = 0;
+  uint64_t host_bytes_unconfirmed_ = 0; // copied from or to the store since the last confirm
+  uint64_t host_bytes_budget_ = 0;
+};
+
+} // namespace ag

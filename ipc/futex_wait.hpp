@@ -1,0 +1,87 @@
+// futex_wait: how one thread waits for another, possibly in another process, to change something
+// in shared memory: it spins for a bounded time (a wake-up costs several microseconds, a spin
+// fractions of one), then sleeps on a futex word with its deadline. The word lives beside the data
+// (a broadcast ring, a completion board) and counts changes; whoever changes the data bumps it and
+// wakes sleepers only when there are any, so that a waiter that spins costs its writer no system
+// call. Shared futexes (no FUTEX_PRIVATE_FLAG): the words are in memory mapped by several processes.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+namespace ag {
+
+// A futex word and the count of threads sleeping on it, on a cache line of their own. Lives in
+// shared memory: trivially constructible, zero is its initial state.
+struct alignas(64) wake_word {
+  std::atomic<uint32_t> changes{0};
+  std::atomic<uint32_t> sleepers{0};
+};
+
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex words are shared between processes");
+
+// After changing what waiters look at (with release ordering or stronger): counts the change
+// and wakes every sleeper.
+void notify_all(wake_word& w) noexcept;
+
+// How long a wait spins before it sleeps.
+struct spin_policy {
+  std::chrono::nanoseconds spin{std::chrono::microseconds{50}};
+};
+
+// Waits until done() returns true (then returns true) or the deadline passes (false): calls
+// done() in a loop for the policy's spin time, then sleeps on `w` between calls, at most
+// `slice` at a time (a waiter also looks again after that long, should a writer have died between
+// its change and its notify). done() must read with acquire ordering.
+template <class Done>
+bool wait_until(wake_word& w, Done done, std::chrono::steady_clock::time_point deadline,
+                spin_policy policy = {},
+                std::chrono::nanoseconds slice = std::chrono::milliseconds{100});
+
+namespace detail {
+// Sleeps while w.changes == seen, up to `for_at_most` (a spurious return is allowed).
+void futex_sleep(wake_word& w, uint32_t seen, std::chrono::nanoseconds for_at_most) noexcept;
+void cpu_relax() noexcept;
+} // namespace detail
+
+template <class Done>
+bool wait_until(wake_word& w, Done done, std::chrono::steady_clock::time_point deadline,
+                spin_policy policy, std::chrono::nanoseconds slice) {
+  using clock = std::chrono::steady_clock;
+  if (done())
+    return true;
+  const auto start = clock::now();
+  if (policy.spin.count() > 0) {
+    const auto spin_end = start + policy.spin;
+    for (uint32_t i = 1;; ++i) {
+      detail::cpu_relax();
+      if (done())
+        return true;
+      if ((i & 63) == 0) {
+        const auto now = clock::now();
+        if (now >= spin_end || now >= deadline)
+          break;
+      }
+    }
+  }
+  for (;;) {
+    const uint32_t seen = w.changes.load(std::memory_order_seq_cst);
+    if (done())
+      return true;
+    const auto now = clock::now();
+    if (now >= deadline)
+      return false;
+    // Announce the sleep, then look again: a writer bumps `changes` before it reads `sleepers`
+    // (both sequentially consistent), so either it sees this sleeper and wakes it, or the futex
+    // sees the bumped word and does not sleep.
+    w.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    if (!done()) {
+      const auto left = deadline - now;
+      detail::futex_sleep(w, seen, left < slice ? std::chrono::nanoseconds{left} : slice);
+    }
+    w.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+  }
+}
+
+} // namespace ag

@@ -1,0 +1,64 @@
+// ring_publisher: the controller's side of the broadcast ring (the shared-memory path of the
+// seed's RemoteRunnerPublisher). A frame on the ring is what it is on the PUB socket, the 16-byte
+// wire header and the body, in one message; its id comes from the same sequence as the socket's
+// frames (Hellos), so that every frame of a runtime has its own id, and it is recorded in the
+// trace as a published frame is. A frame that finds no room (a child behind) waits in a queue,
+// in order, until flush() finds room: the ring never overwrites what a child has not read, and the
+// planner's bound on what a child may be behind (graph_option::max_queued_bytes) holds the
+// submitters back long before the queue grows large. Thread-safe: the executor writes Execute
+// frames and the publisher actor its Destroy (and ag-replay's Execute frames).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+
+#include "ipc/broadcast_ring.hpp"
+#include "ipc/wire.hpp"
+
+namespace ag {
+
+class shm_channel;
+
+namespace trace {
+class writer;
+} // namespace trace
+
+class ring_publisher {
+public:
+  // Writes to the channel's ring, which it keeps mapped as long as it lives.
+  ring_publisher(std::shared_ptr<shm_channel> channel, std::shared_ptr<trace::writer> trace);
+
+  // The id of a frame sent on the socket instead.
+  uint64_t next_id();
+  // Publishes the frame, or queues it behind those still waiting for room. Throws ag::error for a
+  // body larger than max_body().
+  void publish(wire::msg_type type, wire::bytes body);
+  // Writes what waits for room, in order, as far as there is room: true when nothing waits.
+  bool flush();
+  // Frames waiting for room.
+  std::size_t queued() const;
+  // The largest body a frame may have.
+  std::size_t max_body() const noexcept { return max_body_; }
+  // The child reading as `reader` is gone: the ring no longer waits for it.
+  void drop(uint32_t reader);
+
+private:
+  bool try_publish(wire::msg_type type, const wire::bytes& body); // mu_ held
+
+  struct frame {
+    wire::msg_type type;
+    wire::bytes body;
+  };
+  mutable std::mutex mu_;
+  std::deque<frame> waiting_;
+  std::shared_ptr<shm_channel> channel_;
+  broadcast_ring& ring_;
+  std::size_t max_body_;
+  uint64_t next_id_ = 1;
+  std::shared_ptr<trace::writer> trace_;
+};
+
+} // namespace ag
