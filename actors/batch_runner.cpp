@@ -82,8 +82,9 @@ void batch_runner::acknowledge(std::size_t count, bool always) {
   if (count == 0 && !always)
     return;
   timeline::scoped_span span{setup_.timeline.get(), pid_, track(), "synchronize", "batch"};
-  if (!failed_) {
+  if (!failed_ && launched_) { // a batch of releases alone launched nothing to wait for
     try {
+      launched_ = false;
       stream_->synchronize();
       store_fence::release(); // what the stream wrote and read is the executor's again
     } catch (const std::exception& e) {
@@ -142,6 +143,7 @@ void batch_runner::execute(const batch& b, bool more_waiting) {
   batch_span.add("ops_after", b.ops_after());
   batch_span.close();
   entries_ += b.ops.size() + b.no_hold.size();
+  launched_ = launched_ || !b.ops.empty();
   pending_.push_back({b.ops_after(), entries_, static_cast<uint64_t>(runner_->live_bytes())});
   ops_unconfirmed_ += b.ops.size();
   for (const auto& op : b.ops)

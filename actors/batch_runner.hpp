@@ -74,6 +74,7 @@ private:
   std::unique_ptr<kernel_stream> stream_;
   std::unique_ptr<naive_runner> runner_; // declared after stream_: destroyed before it
   bool failed_ = false;
+  bool launched_ = false; // operators launched since the last synchronize
   int pid_ = 0;
   std::vector<pending_ack> pending_;
   uint64_t entries_ = 0; // entries (operators and releases) of every batch run

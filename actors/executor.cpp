@@ -14,6 +14,7 @@
 #include "actors/protocol.hpp"
 #include "actors/store_fence.hpp"
 #include "graph/deadline.hpp"
+#include "ipc/futex_wait.hpp"
 #include "ipc/ring_publisher.hpp"
 #include "ipc/shm_channel.hpp"
 #include "ipc/timeline.hpp"
@@ -60,6 +61,7 @@ struct executor_state {
   std::vector<caf::response_promise> stats_waiters; // until the planner heard the board
   bool services_stopped = false;
   bool resend_scheduled = false; // a resend message is on its way
+  std::chrono::nanoseconds linger{0};
   std::string shutdown_problems; // what went wrong as the runners stopped; empty: nothing
 
   static inline const char* name = "ag.executor";
@@ -100,10 +102,27 @@ void resend_later(executor_self self) {
   self->delayed_send(self, std::chrono::milliseconds{1}, resend_atom::value);
 }
 
+// The shared-memory path: how far each child has read, from the ring's cursors, for the planner's
+// bound on what a child may be behind and its watchdog (a child reports it only every 20 ms).
+void note_ring_reads(executor_self self) {
+  auto& st = self->state;
+  const auto& ring = st.lanes->ring();
+  if (!ring)
+    return;
+  for (uint32_t l = 0; l < st.lanes->lanes(); ++l)
+    if (st.lanes->remote(l)) {
+      const uint64_t read = ring->read_messages(l - 1);
+      if (read > st.plan->lane(l).broadcasts_received)
+        st.plan->received(l, read);
+    }
+}
+
 void resend(executor_self self) {
   self->state.resend_scheduled = false;
-  if (self->state.lanes->ring())
+  if (self->state.lanes->ring()) {
+    note_ring_reads(self);
     resend_later(self);
+  }
 }
 
 void executor_outbox::kill(uint32_t lane) {
@@ -203,6 +222,8 @@ void start(executor_self self, executor_setup& setup) {
   topo.trace = setup.plan.trace;
   topo.timeline = setup.plan.timeline;
   topo.board = setup.plan.board;
+  topo.linger = setup.linger;
+  st.linger = setup.linger;
   if (auto& tl = setup.plan.timeline) {
     tl->name_process(::getpid(), "controller");
     tl->name_track(::getpid(), 0, "executor");
@@ -298,9 +319,18 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
     },
     [=](sync_atom) { return sync(self); },
     [=](wait_ready_atom) { return wait_ready(self); },
-    [&plan](flush_atom) { plan.flush(); },
+    [=, &plan](flush_atom) {
+      note_ring_reads(self);
+      plan.flush();
+      // A busy runtime's next request (a read after this batch, the next operator) finds the
+      // executor awake: no wake-up on its path.
+      spin_until([self] { return !self->mailbox().empty(); }, spin_policy{self->state.linger});
+    },
     [&plan](expire_atom, uint64_t wait) { plan.expire(wait); },
-    [&plan](progress_atom) { plan.check_progress(); },
+    [=, &plan](progress_atom) {
+      note_ring_reads(self);
+      plan.check_progress();
+    },
     [=, &plan](wait_ready_atom, start_deadline_t) { plan.start_deadline(start_timeout); },
     [=, &plan](ready_atom, uint32_t l) {
       if (plan.ready(l))
@@ -311,13 +341,18 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
       failed(self, l, index, what);
     },
     [=, &plan](received_atom, uint32_t l, uint64_t count) {
-      plan.received(l, count);
-      if (self->state.lanes->ring())
+      if (self->state.lanes->ring()) { // a wake-up: the ring's cursors say more
+        note_ring_reads(self);
         resend_later(self);
+      } else {
+        plan.received(l, count);
+      }
     },
     [=](stats_atom) { return stats(self); },
-    [&plan](ticket_atom, operand_id id) { return plan.read_ticket(id); },
-    [&plan](ticket_atom) { return plan.sync_ticket(); },
+    [&plan](ticket_atom, operand_id id, const ticket_slot_ptr& slot) {
+      slot->fill(plan.read_ticket(id));
+    },
+    [&plan](ticket_atom, const ticket_slot_ptr& slot) { slot->fill(plan.sync_ticket()); },
     [=](resend_atom) { resend(self); },
     [=, &plan](shutdown_atom) -> caf::result<std::string> {
       auto& st = self->state;
@@ -357,8 +392,8 @@ executor_actor::behavior_type stopping(executor_self self) {
     },
     [&plan](received_atom, uint32_t l, uint64_t count) { plan.received(l, count); },
     [=](stats_atom) { return stats(self); },
-    [](ticket_atom, operand_id) { return wait_ticket{}; },
-    [](ticket_atom) { return wait_ticket{}; },
+    [](ticket_atom, operand_id, const ticket_slot_ptr& slot) { slot->fill({}); },
+    [](ticket_atom, const ticket_slot_ptr& slot) { slot->fill({}); },
     [=](resend_atom) { resend(self); },
     [](shutdown_atom) -> caf::result<std::string> {
       return make_error(errc::bad_request, "shutdown: the executor is stopping already");

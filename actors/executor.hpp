@@ -34,6 +34,9 @@ struct executor_setup {
   std::optional<process_setup> process; // empty: thread mode
   // Every lane must be ready by then; else start-up fails naming the lanes that are not.
   std::chrono::milliseconds start_timeout{60000};
+  // The shared-memory path: how long the executor, and this process's stream actors, watch their
+  // mailboxes once a drain is over before they go back to sleep on them (0: not at all).
+  std::chrono::nanoseconds linger{0};
   // The store, deadlines, bounds, trace and timeline (its devices and process flag are set from
   // the two fields above).
   planner_setup plan;

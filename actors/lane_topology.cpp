@@ -65,7 +65,7 @@ void lane_topology::spawn(topology_setup& setup) {
       l.stream = spawn_stream_actor(sys, caf::actor_cast<runner_answers_actor>(owner), i, dev,
                                     setup.store_base, setup.store_size,
                                     dev.type == device::kind::cuda, setup.timeline,
-                                    setup.board);
+                                    setup.board, setup.linger);
     }
     owner->monitor(l.runner());
     lanes_.push_back(std::move(l));

@@ -46,6 +46,8 @@ struct topology_setup {
   // Where this process's runners publish their acknowledgements too (null: nowhere); in process
   // mode with a channel, the channel's board.
   completion_board* board = nullptr;
+  // How long this process's stream actors watch their mailboxes once idle (0: not at all).
+  std::chrono::nanoseconds linger{0};
 };
 
 class lane_topology {

@@ -11,8 +11,9 @@
 //                              (stats) -> (store live, device live, batches, operators)
 //                              (shutdown) -> what went wrong as the runners stopped (a child's
 //                              non-zero exit code; empty: nothing), once every runner stopped
-//                              (ticket, operand_id) -> wait_ticket: a read the user's thread may
-//                              wait for on the completion board; (ticket) -> the same for a sync
+//                              (ticket, operand_id, slot): the wait_ticket of a read the user's
+//                              thread may wait for on the completion board, left in the slot;
+//                              (ticket, slot): the same for a sync
 //   executor -> itself:        (flush): the end of one mailbox drain; dispatches the batch
 //                              (resend): broadcasts that waited for room on the ring, again
 //   executor -> runner:        (execute, batch)
@@ -44,6 +45,7 @@
 
 #include "actors/errc.hpp"
 #include "actors/plan_records.hpp"
+#include "actors/ticket_slot.hpp"
 #include "graph/op.hpp"
 
 namespace ag {
@@ -81,12 +83,6 @@ typename Inspector::result_type inspect(Inspector& f, start_deadline_t&) {
   return f(caf::meta::type_name("start_deadline"));
 }
 
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, wait_ticket& x) {
-  return f(caf::meta::type_name("wait_ticket"), x.valid, x.faults, x.lane, x.index, x.offset,
-           x.entries);
-}
-
 // The runners' answers: what a stream actor reports to (the executor; in a child, its pusher;
 // ag-replay's own actor).
 using runner_answers_actor =
@@ -108,8 +104,8 @@ using executor_actor = caf::typed_actor<
   caf::reacts_to<received_atom, uint32_t, uint64_t>, caf::reacts_to<flush_atom>,
   caf::reacts_to<expire_atom, uint64_t>, caf::reacts_to<progress_atom>,
   caf::reacts_to<wait_ready_atom, start_deadline_t>,
-  caf::replies_to<ticket_atom, operand_id>::with<wait_ticket>,
-  caf::replies_to<ticket_atom>::with<wait_ticket>, caf::reacts_to<resend_atom>>;
+  caf::reacts_to<ticket_atom, operand_id, ticket_slot_ptr>,
+  caf::reacts_to<ticket_atom, ticket_slot_ptr>, caf::reacts_to<resend_atom>>;
 
 // One device's runner in this process (actors/stream_actor.hpp).
 using stream_actor = caf::typed_actor<caf::reacts_to<execute_atom, batch>>;

@@ -41,11 +41,13 @@ struct ring_reader_state {
   broadcast_ring& ring() { return setup.channel->ring(); }
   uint32_t lane() const { return setup.runner.lane; }
 
-  void report(reader_actor* self, bool drain_over) {
+  // The controller reads how far this reader got from the ring itself whenever it looks; the
+  // report, at most every 20 ms while frames come, only wakes it to look (its bound and watchdog).
+  void report(reader_actor* self) {
     if (executes == executes_reported)
       return;
     const auto now = std::chrono::steady_clock::now();
-    if (!drain_over && now - reported_at < report_period)
+    if (now - reported_at < report_period)
       return;
     executes_reported = executes;
     reported_at = now;
@@ -70,7 +72,7 @@ void handle(reader_actor* self, const std::vector<char>& frame) {
   switch (h.type) {
     case wire::msg_type::execute: {
       ++st.executes;
-      st.report(self, false);
+      st.report(self);
       wire::execute_msg m;
       wire::decode(body, bytes, m);
       for (auto& b : m.batches)
@@ -110,7 +112,7 @@ void round(reader_actor* self) {
   }
   if (st.runner->unconfirmed())
     st.runner->confirm();
-  st.report(self, true);
+  st.report(self);
 }
 
 caf::behavior ring_reader(reader_actor* self, ring_reader_setup setup, caf::actor pusher,

@@ -2,7 +2,8 @@
 // each frame from the broadcast ring (spinning a while, then sleeping on the ring's futex) and
 // launches the batch of its own lane there and then, on the batch runner the stream actor uses.
 // It acknowledges to the pusher and on the completion board once the ring holds nothing more for
-// it, reports how far it has read (for the controller's bound and watchdog), and tells the
+// it, reports how far it has read at most every 20 ms (the controller reads the ring's cursors
+// itself; the report wakes it for its bound and watchdog), and tells the
 // child's main thread when a Destroy frame arrives. Ids must increase from frame to frame; a
 // malformed frame or a dropped reader is a protocol error: reported once, nothing more runs.
 //

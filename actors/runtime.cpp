@@ -146,6 +146,8 @@ public:
       setup.plan.timeline = timeline_ = std::make_shared<timeline>();
     }
     setup.start_timeout = opt_.start_timeout;
+    if (shm)
+      setup.linger = opt_.spin_wait;
     setup.plan.wait_timeout = opt_.wait_timeout;
     setup.plan.max_queued_bytes = opt_.max_queued_bytes;
     setup.plan.progress_timeout = opt_.progress_timeout;
@@ -334,12 +336,23 @@ private:
 
   spin_policy spin() const noexcept { return {opt_.spin_wait}; }
 
+  // True once the executor left a valid ticket in the slot. It answers at once unless it is busy
+  // (copying a large upload into the store): past a short wait, or with no ticket, the caller
+  // asks it the ordinary way, whose deadline and errors (a runtime gone) are the executor's.
+  bool take_ticket(ticket_slot& slot) {
+    constexpr auto patience = std::chrono::milliseconds{10};
+    return slot.wait(deadline_after(std::min(patience, opt_.wait_timeout)), spin())
+           && slot.ticket().valid;
+  }
+
   // The tensor's store offset once its writer ran, watched on the board: nullopt when the
   // executor must answer (no ticket; a failure or the runtime's end came first).
   std::optional<uint64_t> read_on_board(const std::string& what, operand_id id) {
-    const auto t = wait<wait_ticket>(what, ticket_atom::value, id);
-    if (!t.valid)
+    const auto slot = std::make_shared<ticket_slot>();
+    caf::anon_send(executor_, ticket_atom::value, id, slot);
+    if (!take_ticket(*slot))
       return std::nullopt;
+    const auto& t = slot->ticket();
     switch (board_->wait_op(t.lane, t.index, t.faults, deadline_after(opt_.wait_timeout), spin())) {
       case completion_board::outcome::done:
         return t.offset;
@@ -356,9 +369,11 @@ private:
   // True once every entry submitted before was acknowledged, watched on the board; false when
   // the executor must answer.
   bool sync_on_board() {
-    const auto t = wait<wait_ticket>("sync", ticket_atom::value);
-    if (!t.valid)
+    const auto slot = std::make_shared<ticket_slot>();
+    caf::anon_send(executor_, ticket_atom::value, slot);
+    if (!take_ticket(*slot))
       return false;
+    const auto& t = slot->ticket();
     switch (board_->wait_entries(t.entries, t.faults, deadline_after(opt_.wait_timeout), spin())) {
       case completion_board::outcome::done:
         return true;

@@ -11,6 +11,7 @@
 #include "actors/protocol.hpp"
 #include "actors/runner_answers_to.hpp"
 #include "graph/op.hpp"
+#include "ipc/futex_wait.hpp"
 
 namespace ag {
 
@@ -27,7 +28,8 @@ struct stream_state {
 };
 
 stream_actor::behavior_type stream_behavior(stream_self self, runner_answers_actor report_to,
-                                            batch_runner_setup setup) {
+                                            batch_runner_setup setup,
+                                            std::chrono::nanoseconds linger) {
   auto& st = self->state;
   const auto dev = setup.dev;
   const auto lane = setup.lane;
@@ -42,6 +44,8 @@ stream_actor::behavior_type stream_behavior(stream_self self, runner_answers_act
   return {
     [=](execute_atom, const batch& b) {
       self->state.runner->execute(b, !self->mailbox().empty());
+      if (!self->state.runner->unconfirmed())
+        spin_until([self] { return !self->mailbox().empty(); }, spin_policy{linger});
     },
   };
 }
@@ -51,9 +55,10 @@ stream_actor::behavior_type stream_behavior(stream_self self, runner_answers_act
 stream_actor spawn_stream_actor(caf::actor_system& sys, runner_answers_actor report_to,
                                 uint32_t lane, device dev, std::byte* store_base,
                                 std::size_t store_size, bool pin_store,
-                                std::shared_ptr<ag::timeline> timeline, completion_board* board) {
+                                std::shared_ptr<ag::timeline> timeline, completion_board* board,
+                                std::chrono::nanoseconds linger) {
   batch_runner_setup setup{lane, dev, store_base, store_size, pin_store, std::move(timeline), board};
-  return sys.spawn<caf::detached>(stream_behavior, std::move(report_to), std::move(setup));
+  return sys.spawn<caf::detached>(stream_behavior, std::move(report_to), std::move(setup), linger);
 }
 
 } // namespace ag

@@ -16,6 +16,7 @@
 // Spawned detached: a synchronize blocks its thread for as long as the kernels take.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -36,11 +37,14 @@ class timeline;
 // pinned-memory speed (each 64 MiB chunk is pinned when a copy first touches it). With a timeline, each batch and each operator in it is a
 // span on the track (this process, lane); on CUDA an operator's span is its launch, and the
 // synchronize before an acknowledgement is a span of its own. With a board, each acknowledgement
-// is published there too (actors/batch_runner.hpp).
+// is published there too (actors/batch_runner.hpp). With `linger`, once it has acknowledged
+// everything it watches its mailbox that long before it goes back to sleep on it, so that the
+// next batch of a busy runtime finds it awake (the shared-memory path's spin).
 stream_actor spawn_stream_actor(caf::actor_system& sys, runner_answers_actor report_to,
                                 uint32_t lane, device dev, std::byte* store_base,
                                 std::size_t store_size, bool pin_store,
                                 std::shared_ptr<ag::timeline> timeline = nullptr,
-                                completion_board* board = nullptr);
+                                completion_board* board = nullptr,
+                                std::chrono::nanoseconds linger = {});
 
 } // namespace ag

@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -34,6 +35,8 @@ void futex_sleep(wake_word& w, uint32_t seen, std::chrono::nanoseconds for_at_mo
   ts.tv_nsec = static_cast<long>(for_at_most.count() % 1000000000);
   futex(&w.changes, FUTEX_WAIT, seen, &ts); // EAGAIN (changed), EINTR, ETIMEDOUT: all a return
 }
+
+void yield() noexcept { ::sched_yield(); }
 
 void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)

@@ -39,11 +39,38 @@ bool wait_until(wake_word& w, Done done, std::chrono::steady_clock::time_point d
                 spin_policy policy = {},
                 std::chrono::nanoseconds slice = std::chrono::milliseconds{100});
 
+// Spins (stepping aside every 64 calls, as wait_until does) until done() returns true (true) or
+// the policy's spin time passes (false); never sleeps. For a thread that has something else to
+// sleep on (an actor's mailbox) and only looks a while before it goes back to it.
+template <class Done>
+bool spin_until(Done done, spin_policy policy);
+
 namespace detail {
 // Sleeps while w.changes == seen, up to `for_at_most` (a spurious return is allowed).
 void futex_sleep(wake_word& w, uint32_t seen, std::chrono::nanoseconds for_at_most) noexcept;
 void cpu_relax() noexcept;
+void yield() noexcept;
 } // namespace detail
+
+template <class Done>
+bool spin_until(Done done, spin_policy policy) {
+  using clock = std::chrono::steady_clock;
+  if (done())
+    return true;
+  if (policy.spin.count() <= 0)
+    return false;
+  const auto spin_end = clock::now() + policy.spin;
+  for (uint32_t i = 1;; ++i) {
+    detail::cpu_relax();
+    if (done())
+      return true;
+    if ((i & 63) == 0) {
+      if (clock::now() >= spin_end)
+        return false;
+      detail::yield();
+    }
+  }
+}
 
 template <class Done>
 bool wait_until(wake_word& w, Done done, std::chrono::steady_clock::time_point deadline,
@@ -62,6 +89,9 @@ bool wait_until(wake_word& w, Done done, std::chrono::steady_clock::time_point d
         const auto now = clock::now();
         if (now >= spin_end || now >= deadline)
           break;
+        // A spinner never keeps a thread that could run from this core (the one it waits for,
+        // on a machine with few cores): it steps aside every 64 looks.
+        detail::yield();
       }
     }
   }

@@ -54,6 +54,8 @@ std::size_t ring_publisher::queued() const {
   return waiting_.size();
 }
 
+uint64_t ring_publisher::read_messages(uint32_t reader) const { return ring_.read_messages(reader); }
+
 void ring_publisher::drop(uint32_t reader) {
   std::lock_guard<std::mutex> lock{mu_};
   ring_.drop(reader);

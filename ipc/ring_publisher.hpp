@@ -44,6 +44,8 @@ public:
   std::size_t max_body() const noexcept { return max_body_; }
   // The child reading as `reader` is gone: the ring no longer waits for it.
   void drop(uint32_t reader);
+  // Frames reader `reader` has read.
+  uint64_t read_messages(uint32_t reader) const;
 
 private:
   bool try_publish(wire::msg_type type, const wire::bytes& body); // mu_ held

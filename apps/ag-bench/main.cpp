@@ -1,15 +1,21 @@
 // ag-bench: actorgraph against its hardware floors, measured in one run (docs/BENCHMARKS.md).
 //
-//   ag-bench [--devices=cuda:0|sim:0|cuda:0,cuda:1,...] [--mode=thread|process|both] [--quick]
-//            [--sweep] [--json=FILE] [--timeline=FILE] [--config-file=FILE] [--version] [--help]
+//   ag-bench [--devices=cuda:0|sim:0|cuda:0,cuda:1,...] [--mode=thread|process|both]
+//            [--transport=shared_memory|sockets|both] [--spin-us=US] [--quick] [--sweep]
+//            [--json=FILE]
+//            [--timeline=FILE] [--config-file=FILE] [--version] [--help]
 //
 // Floors: back-to-back launches of the elementwise add on a raw CUDA stream, and one launch with
 // its synchronize; a raw cppzmq ipc round trip and one-way stream between two processes (the
-// socket pattern of process mode); host-to-device copies from registered memory; cuBLAS SGEMM.
+// socket pattern of process mode); a shared-memory ping-pong between two processes (spinning, on
+// a futex, and spinning then sleeping as the runtime's waits do); host-to-device copies from
+// registered memory; cuBLAS SGEMM.
 // actorgraph, in each mode: streamed per-operator time (an add of 4096 floats per call on every
 // device, then one sync), the sync round trip ((a + b).to_vector()), start-up to ready,
-// host-to-device bandwidth of a cpu tensor's .to(device), and matmul TFLOP/s. Every figure is
-// printed with its ratio to its floor. On sim devices the CUDA floors are n/a.
+// host-to-device bandwidth of a cpu tensor's .to(device), matmul TFLOP/s, and the CPU the runtime
+// (controller and children) takes while idle. Each mode runs on the shared-memory path and on the
+// sockets alone (graph_option::transport). Every figure is printed with its ratio to its floor. On
+// sim devices the CUDA floors are n/a.
 // --sweep adds per-operator time against the number of operators per sync (the plot in
 // docs/BENCHMARKS.md); --quick makes a run of well under a minute on sim devices.
 // Exit codes (README.md, "Exit codes"): 0 measured, 1 a measurement failed or gave a wrong result,
@@ -24,8 +30,11 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
+
+#include <unistd.h>
 
 #include <caf/actor_system_config.hpp>
 #include <caf/config_option_adder.hpp>
@@ -34,6 +43,7 @@
 
 #include "apps/ag-bench/stats.hpp"
 #include "apps/app_config.hpp"
+#include "apps/ag-bench/shm_floor.hpp"
 #include "apps/ag-bench/zmq_floor.hpp"
 #include "cuda/floors.hpp"
 #include "cuda/kernel_stream.hpp"
@@ -44,6 +54,8 @@ class bench_config : public ag::app::config {
 public:
   std::string devices;
   std::string mode = "both";
+  std::string transport = "both";
+  int64_t spin_us = 50;
   bool quick = false;
   bool sweep = false;
   std::string json;
@@ -54,6 +66,8 @@ public:
     opt_group{custom_options_, "global"}
       .add(devices, "devices,d", "devices (default: cuda:0 when there is a GPU, else sim:0)")
       .add(mode, "mode,m", "thread, process or both")
+      .add(transport, "transport", "shared_memory, sockets or both")
+      .add(spin_us, "spin-us", "graph_option::spin_wait of the shared-memory path (default 50)")
       .add(quick, "quick,q", "fewer and smaller repetitions (a run of under a minute on sim)")
       .add(sweep, "sweep", "also per-operator time against operators per sync")
       .add(json, "json", "write every figure to this file as JSON")
@@ -93,10 +107,11 @@ struct sizes {
   int matmul_n;
   int matmul_repeats;
   int launches; // of the raw launch floor
+  int idle_ms;  // how long the idle CPU is measured
 };
 
-constexpr sizes full_sizes{20000, 200, 3, std::size_t{256} << 20, 9, 4096, 20, 20000};
-constexpr sizes quick_sizes{2000, 50, 1, std::size_t{16} << 20, 2, 256, 2, 2000};
+constexpr sizes full_sizes{20000, 200, 3, std::size_t{256} << 20, 9, 4096, 20, 20000, 2000};
+constexpr sizes quick_sizes{2000, 50, 1, std::size_t{16} << 20, 2, 256, 2, 2000, 500};
 constexpr int64_t elements = 4096; // of every streamed add
 
 struct mode_figures {
@@ -106,6 +121,7 @@ struct mode_figures {
   double round_trip_us = NAN;
   double h2d_gbps = NAN;
   double matmul_tflops = NAN;
+  double idle_cpu_percent = NAN; // of one core, controller and children, while nothing is submitted
   std::vector<std::pair<int, double>> sweep; // (ops per sync, us per op)
 };
 
@@ -114,6 +130,7 @@ struct floor_figures {
   std::optional<double> h2d_gbps;
   std::optional<double> sgemm_tflops;
   std::optional<ag::bench::zmq_floor> zmq;
+  std::optional<ag::bench::shm_floor> shm;
 };
 
 // One add on every device per step, `steps` steps, then one sync: microseconds per step, and of
@@ -146,14 +163,59 @@ double per_sync(ag::runtime& rt, const ag::tensor& a, const ag::tensor& b, int p
   return us_since(t0) / (double(rounds) * per_sync_ops);
 }
 
+// CPU seconds (user and system) process `pid` has used, from /proc/PID/stat; 0 when it is gone.
+double cpu_seconds(long pid) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  if (close == std::string::npos)
+    return 0;
+  std::istringstream rest{text.substr(close + 2)};
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) // fields 14 and 15: utime, stime
+    if (i >= 14)
+      ticks += std::stod(field);
+  return ticks / double(::sysconf(_SC_CLK_TCK));
+}
+
+// This process's children (the runtime's ag-runner processes), from /proc.
+std::vector<long> children_of_this_process() {
+  std::vector<long> out;
+  std::ifstream in{"/proc/self/task/" + std::to_string(::getpid()) + "/children"};
+  for (long pid; in >> pid;)
+    out.push_back(pid);
+  return out;
+}
+
+// Percent of one core that this process and its children use over `span` while this thread sleeps
+// (nothing submitted: only the runtime's own threads run).
+double idle_cpu_percent(std::chrono::milliseconds span) {
+  auto total = [] {
+    double s = cpu_seconds(::getpid());
+    for (long c : children_of_this_process())
+      s += cpu_seconds(c);
+    return s;
+  };
+  const double before = total();
+  const auto t0 = clock_type::now();
+  std::this_thread::sleep_for(span);
+  const double wall = std::chrono::duration<double>(clock_type::now() - t0).count();
+  return (total() - before) / wall * 100;
+}
+
 // Each runtime owns its actor system, as `ag::runtime rt{opt}` in an application does: two
 // scheduler threads at most, every actor detached (docs/BENCHMARKS.md, on borrowed systems).
-mode_figures measure_mode(const std::vector<ag::device>& devices,
-                          bool process, const sizes& n, bool sweep, const std::string& timeline) {
+mode_figures measure_mode(const std::vector<ag::device>& devices, bool process,
+                          ag::transport transport, std::chrono::microseconds spin,
+                          const sizes& n, bool sweep, const std::string& timeline,
+                          const std::string& name) {
   mode_figures f;
   ag::graph_option opt;
   opt.devices = devices;
   opt.per_device_per_process = process;
+  opt.transport = transport;
+  opt.spin_wait = spin;
   std::vector<double> startups;
   for (int i = 1; i < n.startups; ++i) {
     const auto t0 = clock_type::now();
@@ -162,7 +224,7 @@ mode_figures measure_mode(const std::vector<ag::device>& devices,
     startups.push_back(us_since(t0) / 1e3);
   }
   if (!timeline.empty())
-    opt.timeline_path = timeline + (process ? ".process.json" : ".thread.json");
+    opt.timeline_path = timeline + "." + name + ".json";
   auto t0 = clock_type::now();
   std::optional<ag::runtime> started;
   start_runtime(started, opt);
@@ -219,6 +281,10 @@ mode_figures measure_mode(const std::vector<ag::device>& devices,
     f.matmul_tflops = 2.0 * double(m) * m * m * n.matmul_repeats / (us_since(t0) * 1e-6) * 1e-12;
   }
 
+  rt.sync();
+  std::this_thread::sleep_for(std::chrono::milliseconds{200}); // past every spin
+  f.idle_cpu_percent = idle_cpu_percent(std::chrono::milliseconds{n.idle_ms});
+
   if (sweep)
     for (int k : {1, 4, 16, 64, 256, 1024, 4096})
       f.sweep.emplace_back(k, per_sync(rt, a[0], b[0], k, std::max(k, n.streamed_ops / 4)));
@@ -235,6 +301,7 @@ floor_figures measure_floors(const std::vector<ag::device>& devices, const std::
     f.sgemm_tflops = ag::floors::sgemm_tflops(d.index, n.matmul_n, n.matmul_repeats);
   }
   f.zmq = ag::bench::measure_zmq_floor(self, quick);
+  f.shm = ag::bench::measure_shm_floor(quick);
   return f;
 }
 
@@ -248,6 +315,7 @@ std::string num(double x, int precision = 2) {
   return buf;
 }
 
+// One figure in each mode: on the shared-memory path (thread, process) and on the sockets alone.
 struct row {
   std::string what;
   std::string unit;
@@ -255,17 +323,20 @@ struct row {
   std::string floor_name;
   bool lower_is_better = true;
   std::string target; // "process <= 1.25x", ...
+  double thread_sockets = NAN, process_sockets = NAN;
 };
 
 double ratio(double x, double floor) { return std::isnan(x) || std::isnan(floor) ? NAN : x / floor; }
 
 void print_table(const std::vector<row>& rows) {
-  std::printf("%-34s %-8s %10s %10s %10s  %-30s %8s %8s  %s\n", "measure", "unit", "thread",
-              "process", "floor", "floor is", "thr/flr", "proc/flr", "target");
+  std::printf("%-34s %-8s %9s %9s %9s %9s %9s  %-34s %8s %8s  %s\n", "measure", "unit", "thread",
+              "process", "thr/sock", "proc/sock", "floor", "floor is", "thr/flr", "proc/flr",
+              "target");
   for (const auto& r : rows)
-    std::printf("%-34s %-8s %10s %10s %10s  %-30s %8s %8s  %s\n", r.what.c_str(), r.unit.c_str(),
-                num(r.thread).c_str(), num(r.process).c_str(), num(r.floor).c_str(),
-                r.floor_name.c_str(), num(ratio(r.thread, r.floor)).c_str(),
+    std::printf("%-34s %-8s %9s %9s %9s %9s %9s  %-34s %8s %8s  %s\n", r.what.c_str(),
+                r.unit.c_str(), num(r.thread).c_str(), num(r.process).c_str(),
+                num(r.thread_sockets).c_str(), num(r.process_sockets).c_str(),
+                num(r.floor).c_str(), r.floor_name.c_str(), num(ratio(r.thread, r.floor)).c_str(),
                 num(ratio(r.process, r.floor)).c_str(), r.target.c_str());
 }
 
@@ -282,7 +353,10 @@ void write_json(const std::string& path, const std::string& devices, bool quick,
     << ", \"sgemm_tflops\": " << json_num(fl.sgemm_tflops ? *fl.sgemm_tflops : NAN)
     << ", \"zmq_round_trip_us\": " << json_num(fl.zmq ? fl.zmq->round_trip_us : NAN)
     << ", \"zmq_streamed_us\": " << json_num(fl.zmq ? fl.zmq->streamed_us_per_msg : NAN)
-    << "},\n  \"modes\": {";
+    << ", \"shm_round_trip_us\": " << json_num(fl.shm ? fl.shm->spin_us : NAN)
+    << ", \"shm_futex_round_trip_us\": " << json_num(fl.shm ? fl.shm->futex_us : NAN)
+    << ", \"shm_spin_then_futex_round_trip_us\": "
+    << json_num(fl.shm ? fl.shm->spin_then_futex_us : NAN) << "},\n  \"modes\": {";
   bool first = true;
   for (const auto& [name, f] : modes) {
     o << (first ? "" : ",") << "\n    \"" << name << "\": {\"startup_ms\": "
@@ -290,7 +364,8 @@ void write_json(const std::string& path, const std::string& devices, bool quick,
       << ", \"submit_us\": " << json_num(f.submit_us)
       << ", \"round_trip_us\": " << json_num(f.round_trip_us)
       << ", \"h2d_gbps\": " << json_num(f.h2d_gbps)
-      << ", \"matmul_tflops\": " << json_num(f.matmul_tflops) << ", \"sweep\": [";
+      << ", \"matmul_tflops\": " << json_num(f.matmul_tflops)
+      << ", \"idle_cpu_percent\": " << json_num(f.idle_cpu_percent) << ", \"sweep\": [";
     for (std::size_t i = 0; i < f.sweep.size(); ++i)
       o << (i ? ", " : "") << "[" << f.sweep[i].first << ", " << json_num(f.sweep[i].second)
         << "]";
@@ -302,6 +377,8 @@ void write_json(const std::string& path, const std::string& devices, bool quick,
     const auto& r = rows[i];
     o << (i ? "," : "") << "\n    {\"what\": \"" << r.what << "\", \"unit\": \"" << r.unit
       << "\", \"thread\": " << json_num(r.thread) << ", \"process\": " << json_num(r.process)
+      << ", \"thread_sockets\": " << json_num(r.thread_sockets)
+      << ", \"process_sockets\": " << json_num(r.process_sockets)
       << ", \"floor\": " << json_num(r.floor) << ", \"target\": \"" << r.target << "\"}";
   }
   o << "\n  ]\n}\n";
@@ -321,6 +398,10 @@ int start(int argc, char** argv) {
     return ag::bench::zmq_peer_main(cfg.zmq_peer);
   if (cfg.mode != "thread" && cfg.mode != "process" && cfg.mode != "both")
     return cfg.usage("--mode=" + cfg.mode + ": expected thread, process or both");
+  if (cfg.transport != "shared_memory" && cfg.transport != "sockets" && cfg.transport != "both")
+    return cfg.usage("--transport=" + cfg.transport + ": expected shared_memory, sockets or both");
+  if (cfg.spin_us < 0 || cfg.spin_us > 1000000)
+    return cfg.usage("--spin-us=" + std::to_string(cfg.spin_us) + ": expected 0 to 1000000");
   std::vector<ag::device> devices;
   try {
     if (cfg.devices.empty())
@@ -341,44 +422,69 @@ int start(int argc, char** argv) {
                 cfg.quick ? " (quick)" : "");
     std::fflush(stdout);
     const auto floors = measure_floors(devices, self, n, cfg.quick);
+    // "thread", "process": the shared-memory path; "thread_sockets", "process_sockets".
     std::map<std::string, mode_figures> modes;
-    for (const bool process : {false, true}) {
-      const std::string name = process ? "process" : "thread";
-      if (cfg.mode == "both" || cfg.mode == name)
-        modes[name] = measure_mode(devices, process, n, cfg.sweep, cfg.timeline);
+    for (const auto transport : {ag::transport::shared_memory, ag::transport::sockets}) {
+      const bool shm = transport == ag::transport::shared_memory;
+      if (cfg.transport != "both" && cfg.transport != (shm ? "shared_memory" : "sockets"))
+        continue;
+      for (const bool process : {false, true}) {
+        const std::string mode = process ? "process" : "thread";
+        const std::string name = mode + (shm ? "" : "_sockets");
+        if (cfg.mode == "both" || cfg.mode == mode)
+          modes[name] = measure_mode(devices, process, transport,
+                                     std::chrono::microseconds{cfg.spin_us}, n, cfg.sweep,
+                                     cfg.timeline, name);
+      }
     }
-    auto get = [&](const char* mode, double mode_figures::*field) {
+    auto get = [&](const std::string& mode, double mode_figures::*field) {
       auto it = modes.find(mode);
       return it == modes.end() ? NAN : it->second.*field;
     };
     const double launch = floors.launch ? floors.launch->back_to_back_us : NAN;
     const double launch_sync = floors.launch ? floors.launch->launch_sync_us : NAN;
     const double zmq_rt = floors.zmq ? floors.zmq->round_trip_us : NAN;
+    const double shm_rt = floors.shm ? floors.shm->spin_us : NAN;
     const std::string k = std::to_string(devices.size());
+    // Each row: one field of every mode's figures, its floor and its target.
+    auto make = [&](std::string what, std::string unit, double mode_figures::*field, double floor,
+                    std::string floor_name, bool lower_is_better, std::string target) {
+      row r{std::move(what), std::move(unit), get("thread", field), get("process", field), floor,
+            std::move(floor_name), lower_is_better, std::move(target)};
+      r.thread_sockets = get("thread_sockets", field);
+      r.process_sockets = get("process_sockets", field);
+      return r;
+    };
     std::vector<row> rows{
-      {"streamed per step (" + k + " device" + (devices.size() > 1 ? "s" : "") + ")", "us",
-       get("thread", &mode_figures::streamed_us), get("process", &mode_figures::streamed_us),
-       launch, "raw launch, back to back", true, "thread <= 1.15, process <= 1.25"},
-      {"  of it, the user's thread submitting", "us", get("thread", &mode_figures::submit_us),
-       get("process", &mode_figures::submit_us), NAN, "", true, ""},
-      {"sync round trip", "us", get("thread", &mode_figures::round_trip_us),
-       get("process", &mode_figures::round_trip_us), zmq_rt + launch_sync,
-       "zmq ipc round trip + launch+sync", true, "process <= 1.0"},
-      {"start-up to ready", "ms", get("thread", &mode_figures::startup_ms),
-       get("process", &mode_figures::startup_ms), 1000.0, "the 1 s target", true,
-       "<= 1.0 with one GPU"},
-      {"host-to-device, cpu tensor .to()", "GB/s", get("thread", &mode_figures::h2d_gbps),
-       get("process", &mode_figures::h2d_gbps), floors.h2d_gbps ? *floors.h2d_gbps : NAN,
-       "cudaMemcpy, registered shm", false, ">= 0.9"},
-      {"matmul " + std::to_string(n.matmul_n) + "^2", "TFLOP/s",
-       get("thread", &mode_figures::matmul_tflops), get("process", &mode_figures::matmul_tflops),
-       floors.sgemm_tflops ? *floors.sgemm_tflops : NAN, "cuBLAS SGEMM direct", false,
-       ">= 0.95"},
+      make("streamed per step (" + k + " device" + (devices.size() > 1 ? "s" : "") + ")", "us",
+           &mode_figures::streamed_us, launch, "raw launch, back to back", true,
+           "thread <= 1.15, process <= 1.25"),
+      make("  of it, the user's thread submitting", "us", &mode_figures::submit_us, NAN, "", true,
+           ""),
+      make("sync round trip", "us", &mode_figures::round_trip_us, launch_sync, "launch+sync", true,
+           "thread <= 2.0, process <= 2.5"),
+      make("  against the zmq floor", "us", &mode_figures::round_trip_us, zmq_rt,
+           "zmq ipc round trip", true, "sim: process < 1.0, thread < 0.5"),
+      make("  against the shm floor", "us", &mode_figures::round_trip_us, shm_rt,
+           "shm ping-pong, spinning", true, ""),
+      make("idle CPU, controller and children", "% core", &mode_figures::idle_cpu_percent, NAN, "",
+           true, "< 1"),
+      make("start-up to ready", "ms", &mode_figures::startup_ms, 1000.0, "the 1 s target", true,
+           "<= 1.0 with one GPU"),
+      make("host-to-device, cpu tensor .to()", "GB/s", &mode_figures::h2d_gbps,
+           floors.h2d_gbps ? *floors.h2d_gbps : NAN, "cudaMemcpy, registered shm", false,
+           ">= 0.9"),
+      make("matmul " + std::to_string(n.matmul_n) + "^2", "TFLOP/s", &mode_figures::matmul_tflops,
+           floors.sgemm_tflops ? *floors.sgemm_tflops : NAN, "cuBLAS SGEMM direct", false,
+           ">= 0.95"),
     };
     std::printf("floors: launch %s us back to back, %s us with sync; zmq ipc round trip %s us, "
-                "streamed %s us/msg\n\n",
+                "streamed %s us/msg; shared-memory round trip %s us spinning, %s us on a futex, "
+                "%s us spinning then sleeping\n\n",
                 num(launch).c_str(), num(launch_sync).c_str(), num(zmq_rt).c_str(),
-                num(floors.zmq ? floors.zmq->streamed_us_per_msg : NAN, 3).c_str());
+                num(floors.zmq ? floors.zmq->streamed_us_per_msg : NAN, 3).c_str(),
+                num(shm_rt).c_str(), num(floors.shm ? floors.shm->futex_us : NAN).c_str(),
+                num(floors.shm ? floors.shm->spin_then_futex_us : NAN).c_str());
     print_table(rows);
     if (cfg.sweep) {
       std::printf("\nper-operator time (us) against operators per sync, on %s:\n%10s",
