@@ -23,6 +23,7 @@ TEST_CASE("several threads submit, read and sync on one runtime at once", "[conc
   opt.store_bytes = std::size_t{64} << 20;
   opt.wait_timeout = 30s;
   opt.max_in_flight_ops = 32;
+  opt.transport = transport_under_test();
   {
     ag::runtime rt{opt};
     const ag::tensor shared = rt.full({64}, 1.0f, ag::device::sim(0));

@@ -21,6 +21,7 @@ namespace {
 ag::graph_option cuda_option() {
   ag::graph_option opt;
   opt.devices = ag::parse_devices("cuda:0,sim:0");
+  opt.transport = ag::test::transport_under_test();
   return opt;
 }
 

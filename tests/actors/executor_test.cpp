@@ -6,11 +6,14 @@
 
 #include <actorgraph/actorgraph.hpp>
 
+#include "tests/actors/process_helpers.hpp"
+
 namespace {
 
 ag::graph_option sim_option(const char* devices = "sim:0,sim:1") {
   ag::graph_option opt;
   opt.devices = ag::parse_devices(devices);
+  opt.transport = ag::test::transport_under_test();
   return opt;
 }
 

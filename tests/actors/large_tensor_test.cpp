@@ -22,6 +22,7 @@ TEST_CASE("a tensor three times the size of the store reaches, crosses and leave
   opt.per_device_per_process = process;
   opt.store_bytes = (std::size_t{4} << 20) / tsan_shrink; // 4 MiB (512 KiB)
   opt.wait_timeout = 30s;
+  opt.transport = transport_under_test();
   {
     ag::runtime rt{opt};
     const std::size_t n = 3 * 1024 * 1024 / tsan_shrink; // three times the store

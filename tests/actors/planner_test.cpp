@@ -14,6 +14,7 @@
 
 #include "actors/flow_control.hpp"
 #include "actors/planner.hpp"
+#include "ipc/completion_board.hpp"
 #include "ipc/wire.hpp"
 
 using namespace std::chrono_literals;
@@ -1067,4 +1068,86 @@ TEST_CASE("the credits of an operator come back once its lane acknowledged it", 
   CHECK(fc->stats().ops == std::vector<uint64_t>{0, 1, 0});
   r.plan.done(sim0, 2, 16);
   CHECK(fc->stats().ops == std::vector<uint64_t>{0, 0, 0});
+}
+
+// -- waits the user's thread answers on the completion board --------------------------------------
+
+namespace {
+
+// A rig whose planner counts its faults on a board, as on the shared-memory path.
+struct board_rig {
+  ag::local_board board{3};
+  rig r{with_board(board)};
+
+  static ag::planner_setup with_board(ag::local_board& b) {
+    auto s = setup_of();
+    s.board = &b.board();
+    return s;
+  }
+};
+
+} // namespace
+
+TEST_CASE("a read ticket names the writer of a cpu tensor and where it is; a sync ticket every "
+          "lane's entries",
+          "[planner]") {
+  rig plain; // without a board: no tickets
+  plain.submit(upload(cpu, 1, {1, 2}));
+  plain.drain();
+  CHECK_FALSE(plain.plan.read_ticket(1).valid);
+  CHECK_FALSE(plain.plan.sync_ticket().valid);
+
+  board_rig b;
+  auto& r = b.r;
+  moved_from_sim0(r, cpu); // #2: a cpu tensor sim:0's operator 2 writes
+  const auto t = r.plan.read_ticket(2);
+  REQUIRE(t.valid);
+  CHECK(t.lane == sim0);
+  CHECK(t.index == 2);
+  CHECK(t.offset == 256);
+  CHECK(t.faults == b.board.board().faults());
+  CHECK_FALSE(r.plan.read_ticket(1).valid);  // a device tensor: the executor stages it
+  CHECK_FALSE(r.plan.read_ticket(99).valid); // no such tensor: the executor says so
+  const auto s = r.plan.sync_ticket();
+  REQUIRE(s.valid);
+  CHECK(s.entries == std::vector<uint64_t>{0, 2, 0});
+}
+
+TEST_CASE("a failure makes every ticket taken before stale and none is given for what it "
+          "touches; stop makes them stale too",
+          "[planner]") {
+  board_rig b;
+  auto& r = b.r;
+  moved_from_sim0(r, cpu);
+  r.submit(upload(sim1, 3, {5, 6}));
+  r.submit(move_to(cpu, 4, 3, 2)); // #4: written by sim:1
+  r.drain();
+  const auto before = r.plan.read_ticket(4);
+  REQUIRE(before.valid);
+  r.plan.failed(sim0, 1, "fill: bad launch");
+  CHECK(b.board.board().faults() > before.faults); // a waiter on `before` asks the executor
+  CHECK_FALSE(r.plan.read_ticket(2).valid);       // tainted: the executor answers the error
+  CHECK_FALSE(r.plan.sync_ticket().valid);        // a failure the next sync reports
+  r.plan.done(sim1, 2, 8);
+  const auto w = r.sync();
+  CHECK(r.out.answer_of(w).code);
+  CHECK(r.plan.read_ticket(4).valid); // sim:1's tensor is healthy
+  CHECK_FALSE(r.plan.sync_ticket().valid); // a lane failed: syncs are the executor's
+  const auto faults = b.board.board().faults();
+  r.plan.stop();
+  CHECK(b.board.board().faults() > faults);
+  CHECK_FALSE(r.plan.read_ticket(4).valid);
+}
+
+TEST_CASE("the planner has heard the board once every acknowledgement published there reached it",
+          "[planner]") {
+  board_rig b;
+  auto& r = b.r;
+  r.submit(upload(sim0, 1, {1, 2}));
+  r.drain();
+  CHECK(r.plan.heard_board());
+  b.board.board().completed(sim0, 1, 1); // the runner published; its message is on its way
+  CHECK_FALSE(r.plan.heard_board());
+  r.plan.done(sim0, 1, 8);
+  CHECK(r.plan.heard_board());
 }

@@ -65,6 +65,32 @@ inline std::vector<pid_t> runner_children(pid_t parent = ::getpid()) {
   return out;
 }
 
+// The transport the tests' runtimes use: $AG_TEST_TRANSPORT, "sockets" or "shared_memory" (the
+// default, also when it is unset or empty). tests/CMakeLists.txt runs the process-mode, fault and
+// lifecycle tests once more with it set to sockets (the ctest sockets-path). Any other value ends
+// the program, naming it, rather than testing a path nobody asked for.
+inline ag::transport transport_under_test() {
+  const char* env = std::getenv("AG_TEST_TRANSPORT");
+  const std::string name = env != nullptr ? env : "";
+  if (name.empty() || name == "shared_memory")
+    return ag::transport::shared_memory;
+  if (name == "sockets")
+    return ag::transport::sockets;
+  std::fprintf(stderr, "AG_TEST_TRANSPORT=%s: expected shared_memory or sockets\n", name.c_str());
+  std::abort();
+}
+
+// Its name, as ag-replay's --transport takes it.
+inline std::string transport_under_test_name() {
+  return transport_under_test() == ag::transport::sockets ? "sockets" : "shared_memory";
+}
+
+// How many shared-memory objects a live process-mode runtime with `children` children holds: its
+// store, one start-up segment per child, and on the shared-memory path its channel.
+inline std::size_t shm_objects(std::size_t children) {
+  return 1 + children + (transport_under_test() == ag::transport::shared_memory ? 1 : 0);
+}
+
 // The shared-memory objects of the runtimes of process `pid` (their names begin with ag-<pid>-).
 inline std::vector<std::string> my_shm(pid_t pid = ::getpid()) {
   std::vector<std::string> out;
@@ -215,6 +241,7 @@ inline ag::graph_option sim_options(bool process, const char* devices = "sim:0,s
   opt.per_device_per_process = process;
   opt.store_bytes = std::size_t{64} << 20;
   opt.wait_timeout = wait;
+  opt.transport = transport_under_test();
   return opt;
 }
 

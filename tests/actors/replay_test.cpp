@@ -42,6 +42,7 @@ void record_program(const std::string& path, bool process, uint32_t seed) {
   opt.per_device_per_process = process;
   opt.store_bytes = std::size_t{64} << 20;
   opt.trace_path = path;
+  opt.transport = transport_under_test();
   std::vector<ag::tensor> kept;
   ag::runtime rt{opt};
   run_random_program(rt, seed, 50, &kept);
@@ -56,6 +57,7 @@ ag::replay_report replay_file(const ag::trace::file& t, bool process, double tol
   opt.process = process;
   opt.tolerance = tolerance;
   opt.timeout = std::chrono::seconds{20};
+  opt.transport = transport_under_test();
   return ag::replay(sys, t, opt);
 }
 
@@ -84,6 +86,7 @@ run_result run_replay(const temp_dir& dir, const std::vector<std::string>& args)
   std::string command = "exec '" + program + "'";
   for (const auto& a : args)
     command += " '" + a + "'";
+  command += " --transport=" + transport_under_test_name();
   command += " >'" + dir.file("out") + "' 2>&1";
   auto p = ag::sub_process::spawn("/bin/sh", {"-c", command});
   const auto& st = p.wait_for(std::chrono::seconds{120});
@@ -130,6 +133,7 @@ TEST_CASE("a trace with tensors larger than the store replays in both modes", "[
       opt.per_device_per_process = recorded_process;
       opt.store_bytes = std::size_t{1} << 20; // 1 MiB; the tensor is 3 MiB
       opt.trace_path = path;
+      opt.transport = transport_under_test();
       ag::runtime rt{opt};
       std::vector<float> values(768 * 1024);
       for (std::size_t i = 0; i < values.size(); ++i)
@@ -321,6 +325,7 @@ TEST_CASE("a timeline has a track per device with its operators, on one clock, i
       opt.per_device_per_process = process;
       opt.store_bytes = std::size_t{64} << 20;
       opt.timeline_path = path;
+      opt.transport = transport_under_test();
       ag::runtime rt{opt};
       run_random_program(rt, 8, 30);
     }
@@ -371,6 +376,7 @@ TEST_CASE("a trace or timeline path that cannot be written is refused when the r
     opt.devices = {ag::device::sim(0)};
     opt.per_device_per_process = process;
     opt.store_bytes = std::size_t{16} << 20;
+    opt.transport = transport_under_test();
     opt.trace_path = "/nonexistent-dir/t";
     CHECK_THROWS_WITH(ag::runtime{opt}, Catch::Contains("trace /nonexistent-dir/t: cannot create"));
     opt.trace_path.clear();

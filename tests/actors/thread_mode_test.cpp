@@ -11,6 +11,7 @@
 #include <actorgraph/actorgraph.hpp>
 
 #include "cuda/cpu_kernels.hpp"
+#include "tests/actors/process_helpers.hpp"
 #include "tests/actors/random_program.hpp"
 
 namespace {
@@ -18,6 +19,7 @@ namespace {
 ag::graph_option sim_option(const char* devices = "sim:0,sim:1") {
   ag::graph_option opt;
   opt.devices = ag::parse_devices(devices);
+  opt.transport = ag::test::transport_under_test();
   return opt;
 }
 
@@ -40,7 +42,9 @@ TEST_CASE("a runtime over sim devices is ready when constructed and lists its de
 }
 
 TEST_CASE("auto picks sim:0,sim:1 on a machine without GPUs", "[actors]") {
-  ag::runtime rt{ag::graph_option{}};
+  ag::graph_option opt; // no devices: auto
+  opt.transport = ag::test::transport_under_test();
+  ag::runtime rt{opt};
   if (rt.devices().front().type == ag::device::kind::cuda)
     SUCCEED("this machine has GPUs: auto picked them");
   else

@@ -10,6 +10,8 @@
 
 #include <actorgraph/actorgraph.hpp>
 
+#include "tests/actors/process_helpers.hpp"
+
 using ag::device;
 
 namespace {
@@ -20,6 +22,7 @@ ag::graph_option sim_option() {
   opt.per_device_per_process = false;
   opt.store_bytes = std::size_t{64} << 20;
   opt.wait_timeout = std::chrono::seconds{20};
+  opt.transport = ag::test::transport_under_test();
   return opt;
 }
 

@@ -9,6 +9,7 @@
 
 #include <actorgraph/actorgraph.hpp>
 
+#include "tests/actors/process_helpers.hpp"
 #include "tests/actors/random_program.hpp"
 
 int main(int argc, char** argv) {
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
     opt.per_device_per_process = mode == "process";
     opt.devices = ag::parse_devices(argv[3]);
     opt.store_bytes = std::size_t{64} << 20;
+    opt.transport = ag::test::transport_under_test();
     std::vector<ag::tensor> kept; // declared first: outlives the runtime
     ag::runtime rt{opt};
     const auto r = ag::test::run_random_program(rt, static_cast<uint32_t>(std::atoi(argv[4])),

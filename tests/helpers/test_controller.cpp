@@ -19,6 +19,8 @@
 
 #include <actorgraph/actorgraph.hpp>
 
+#include "tests/actors/process_helpers.hpp"
+
 namespace {
 
 volatile std::sig_atomic_t handled = 0;
@@ -75,6 +77,7 @@ int main(int argc, char** argv) {
     opt.devices.push_back(ag::device::sim(i));
   opt.per_device_per_process = true;
   opt.store_bytes = std::size_t{64} << 20;
+  opt.transport = ag::test::transport_under_test(); // the tests' $AG_TEST_TRANSPORT, inherited
   ag::runtime rt{opt};
   if (FILE* f = std::fopen((dir + "/ready").c_str(), "w"))
     std::fclose(f);
