@@ -1,5 +1,6 @@
 #include "actors/executor.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -62,6 +63,7 @@ struct executor_state {
   bool services_stopped = false;
   bool resend_scheduled = false; // a resend message is on its way
   std::chrono::nanoseconds linger{0};
+  bool flush_deferred = false; // the pending flush let releases alone wait for what came next
   std::string shutdown_problems; // what went wrong as the runners stopped; empty: nothing
 
   static inline const char* name = "ag.executor";
@@ -299,6 +301,17 @@ void failed(executor_self self, uint32_t l, uint64_t index, const std::string& w
 
 executor_actor::behavior_type stopping(executor_self self);
 
+// The shared-memory path: once the mailbox is empty, the executor watches it a while before it
+// sleeps on it, so that the next message of a busy runtime (the next operator, a read, a runner's
+// acknowledgement) finds it awake: no wake-up on the path of a wait. True when one came.
+// How long a flush waits for what the user's thread sends right behind what it has (a few of its
+// submits' worth).
+constexpr std::chrono::nanoseconds gather_window = std::chrono::microseconds{2};
+
+bool linger(executor_self self) {
+  return spin_until([self] { return !self->mailbox().empty(); }, spin_policy{self->state.linger});
+}
+
 // starting and running (the planner tells them apart: a wait for start-up is answered once every
 // runner is ready; operators submitted meanwhile are queued).
 executor_actor::behavior_type running(executor_self self, std::chrono::milliseconds start_timeout) {
@@ -321,10 +334,21 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
     [=](wait_ready_atom) { return wait_ready(self); },
     [=, &plan](flush_atom) {
       note_ring_reads(self);
+      // What the user's thread sends right behind (the copy of a result it is about to read, the
+      // wait itself) joins this batch: the runner then runs one batch and synchronizes once.
+      // Releases alone (a read's temporaries going) wait longer for the operators that follow.
+      auto& st = self->state;
+      if (!st.flush_deferred && st.linger.count() > 0) {
+        const auto window = plan.releases_alone() ? st.linger : std::min(st.linger, gather_window);
+        if (spin_until([self] { return !self->mailbox().empty(); }, spin_policy{window})) {
+          st.flush_deferred = true; // once: what waits for this batch is not held up
+          self->send(self, flush_atom::value); // after what just came
+          return;
+        }
+      }
+      st.flush_deferred = false;
       plan.flush();
-      // A busy runtime's next request (a read after this batch, the next operator) finds the
-      // executor awake: no wake-up on its path.
-      spin_until([self] { return !self->mailbox().empty(); }, spin_policy{self->state.linger});
+      linger(self);
     },
     [&plan](expire_atom, uint64_t wait) { plan.expire(wait); },
     [=, &plan](progress_atom) {
@@ -336,7 +360,10 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
       if (plan.ready(l))
         self->state.lanes->started();
     },
-    [=](done_atom, uint32_t l, uint64_t ops_done, uint64_t live) { done(self, l, ops_done, live); },
+    [=](done_atom, uint32_t l, uint64_t ops_done, uint64_t live) {
+      done(self, l, ops_done, live);
+      linger(self);
+    },
     [=](failed_atom, uint32_t l, uint64_t index, std::string& what) {
       failed(self, l, index, what);
     },
@@ -349,10 +376,14 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
       }
     },
     [=](stats_atom) { return stats(self); },
-    [&plan](ticket_atom, operand_id id, const ticket_slot_ptr& slot) {
+    [=, &plan](ticket_atom, operand_id id, const ticket_slot_ptr& slot) {
       slot->fill(plan.read_ticket(id));
+      linger(self);
     },
-    [&plan](ticket_atom, const ticket_slot_ptr& slot) { slot->fill(plan.sync_ticket()); },
+    [=, &plan](ticket_atom, const ticket_slot_ptr& slot) {
+      slot->fill(plan.sync_ticket());
+      linger(self);
+    },
     [=](resend_atom) { resend(self); },
     [=, &plan](shutdown_atom) -> caf::result<std::string> {
       auto& st = self->state;

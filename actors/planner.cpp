@@ -393,6 +393,20 @@ bool planner::dispatch_lane(uint32_t l, wire::execute_msg& broadcast, std::size_
   return cut;
 }
 
+bool planner::releases_alone() const {
+  bool any = false;
+  for (const auto& ln : lanes_) {
+    if (ln.down || !ln.failed.empty())
+      continue;
+    for (const auto& e : ln.queue) {
+      if (!e.release)
+        return false;
+      any = true;
+    }
+  }
+  return any && held_.empty();
+}
+
 // -- lanes ----------------------------------------------------------------------------------------
 
 std::optional<uint32_t> planner::lane_of(const device& d) const {

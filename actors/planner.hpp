@@ -131,6 +131,9 @@ public:
   wait_ticket sync_ticket() const;
   // True when it has heard every acknowledgement the board shows (of lanes still healthy).
   bool heard_board() const;
+  // True when what the next flush would send is releases alone: nothing waits for them but a
+  // sync, so a driver may let them ride with the next operators.
+  bool releases_alone() const;
 
   // -- from the runners ---------------------------------------------------------------------------
   // True when this made every lane ready (start-up is over).

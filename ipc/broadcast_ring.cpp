@@ -138,6 +138,8 @@ uint64_t broadcast_ring::min_read_pos() const noexcept {
 }
 
 void broadcast_ring::copy_in(uint64_t pos, const void* src, std::size_t n) noexcept {
+  if (n == 0) // an empty part may have no address
+    return;
   const std::size_t at = pos & (h_->capacity - 1);
   const std::size_t first = std::min(n, h_->capacity - at);
   std::memcpy(data_ + at, src, first);
@@ -146,6 +148,8 @@ void broadcast_ring::copy_in(uint64_t pos, const void* src, std::size_t n) noexc
 }
 
 void broadcast_ring::copy_out(uint64_t pos, void* dst, std::size_t n) const noexcept {
+  if (n == 0)
+    return;
   const std::size_t at = pos & (h_->capacity - 1);
   const std::size_t first = std::min(n, h_->capacity - at);
   std::memcpy(dst, data_ + at, first);

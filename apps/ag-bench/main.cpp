@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -163,20 +164,19 @@ double per_sync(ag::runtime& rt, const ag::tensor& a, const ag::tensor& b, int p
   return us_since(t0) / (double(rounds) * per_sync_ops);
 }
 
-// CPU seconds (user and system) process `pid` has used, from /proc/PID/stat; 0 when it is gone.
+// CPU seconds process `pid` has run so far, every thread's (schedstat: nanoseconds on a CPU, finer
+// than the clock ticks of /proc/PID/stat); 0 when it is gone.
 double cpu_seconds(long pid) {
-  std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto close = text.rfind(')');
-  if (close == std::string::npos)
-    return 0;
-  std::istringstream rest{text.substr(close + 2)};
-  std::string field;
-  double ticks = 0;
-  for (int i = 3; i <= 15 && rest >> field; ++i) // fields 14 and 15: utime, stime
-    if (i >= 14)
-      ticks += std::stod(field);
-  return ticks / double(::sysconf(_SC_CLK_TCK));
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  double total = 0;
+  std::error_code ec;
+  for (const auto& t : std::filesystem::directory_iterator{tasks, ec}) {
+    std::ifstream in{t.path() / "schedstat"};
+    double ns = 0;
+    if (in >> ns)
+      total += ns * 1e-9;
+  }
+  return total;
 }
 
 // This process's children (the runtime's ag-runner processes), from /proc.

@@ -4,8 +4,10 @@
     /usr/bin/python3 apps/ag-bench/plot.py OUT.png RUN.json [RUN.json ...]
 
 Left: per-operator time against operators per sync, for each mode of each one-device run, with
-the raw launch floor. Right: streamed time per step (one add on every device) against the number of
-devices, for each mode, with the one-device figure as a dashed reference.
+the raw launch floor. Middle: streamed time per step (one add on every device) against the number
+of devices, for each mode, with the one-device figure as a dashed reference. Right: the sync round
+trip of each mode on each transport (shared memory, sockets) of the one-device runs, with the
+launch-and-sync, ZMQ and shared-memory floors of the same runs.
 Needs matplotlib (Debian: python3-matplotlib).
 """
 import json
@@ -22,7 +24,7 @@ def main(argv):
         sys.exit(__doc__)
     out, paths = argv[1], argv[2:]
     runs = [json.load(open(p)) for p in paths]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
+    fig, (left, right, trips) = plt.subplots(1, 3, figsize=(18, 4.8))
 
     floor = None
     for run in runs:
@@ -66,6 +68,29 @@ def main(argv):
     right.set_ylim(bottom=0)
     right.grid(True, alpha=0.3)
     right.legend(fontsize=8)
+
+    names = ["thread", "process", "thread_sockets", "process_sockets"]
+    one = [run for run in runs if len(run["devices"].split(",")) == 1]
+    width = 0.8 / max(1, len(one))
+    for i, run in enumerate(one):
+        ys = [run["modes"].get(m, {}).get("round_trip_us") for m in names]
+        xs = [j + i * width for j, y in enumerate(ys) if y is not None]
+        trips.bar(xs, [y for y in ys if y is not None], width=width,
+                  label=f"{run['devices']} run {i + 1}")
+    for key, label, style in [("launch_sync_us", "launch + sync", "--"),
+                              ("zmq_round_trip_us", "zmq ipc round trip", ":"),
+                              ("shm_round_trip_us", "shm ping-pong", "-.")]:
+        values = [run["floors"].get(key) for run in one if run["floors"].get(key) is not None]
+        if values:
+            trips.axhline(sum(values) / len(values), color="black", linestyle=style,
+                          linewidth=1, label=f"{label} ({sum(values) / len(values):.2f} us)")
+    trips.set_xticks([j + width * (len(one) - 1) / 2 for j in range(len(names))])
+    trips.set_xticklabels(["thread\nshared memory", "process\nshared memory", "thread\nsockets",
+                           "process\nsockets"])
+    trips.set_ylabel("(a + b).to_vector() (us, median)")
+    trips.set_title("sync round trip by mode and transport")
+    trips.grid(True, axis="y", alpha=0.3)
+    trips.legend(fontsize=8)
 
     fig.tight_layout()
     fig.savefig(out, dpi=110)
