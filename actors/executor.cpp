@@ -64,6 +64,7 @@ struct executor_state {
   bool resend_scheduled = false; // a resend message is on its way
   std::chrono::nanoseconds linger{0};
   bool flush_deferred = false; // the pending flush let releases alone wait for what came next
+  bool wait_arrived = false;   // a read or a sync since the last flush: it goes out at once
   std::string shutdown_problems; // what went wrong as the runners stopped; empty: nothing
 
   static inline const char* name = "ag.executor";
@@ -245,6 +246,7 @@ void start(executor_self self, executor_setup& setup) {
 // What both states answer alike: the user's reads, syncs and start-up waits (which the planner
 // answers with an error once it is stopping), stats, and the runners' answers.
 caf::result<uint64_t> fetch(executor_self self, operand_id id) {
+  self->state.wait_arrived = true;
   self->state.plan->fetch(self->state.wait_for(self, true), id);
   return caf::delegated<uint64_t>{};
 }
@@ -256,6 +258,7 @@ caf::result<uint64_t> fetch_piece(executor_self self, operand_id id, uint64_t fi
 }
 
 caf::result<void> sync(executor_self self) {
+  self->state.wait_arrived = true;
   self->state.plan->sync(self->state.wait_for(self, false));
   return caf::delegated<void>{};
 }
@@ -337,8 +340,10 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
       // What the user's thread sends right behind (the copy of a result it is about to read, the
       // wait itself) joins this batch: the runner then runs one batch and synchronizes once.
       // Releases alone (a read's temporaries going) wait longer for the operators that follow.
+      // Once a read or a sync has come, nothing more is waited for.
       auto& st = self->state;
-      if (!st.flush_deferred && st.linger.count() > 0) {
+      const bool someone_waits = std::exchange(st.wait_arrived, false);
+      if (!st.flush_deferred && !someone_waits && st.linger.count() > 0) {
         const auto window = plan.releases_alone() ? st.linger : std::min(st.linger, gather_window);
         if (spin_until([self] { return !self->mailbox().empty(); }, spin_policy{window})) {
           st.flush_deferred = true; // once: what waits for this batch is not held up
@@ -378,10 +383,12 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
     [=](stats_atom) { return stats(self); },
     [=, &plan](ticket_atom, operand_id id, const ticket_slot_ptr& slot) {
       slot->fill(plan.read_ticket(id));
+      self->state.wait_arrived = true;
       linger(self);
     },
     [=, &plan](ticket_atom, const ticket_slot_ptr& slot) {
       slot->fill(plan.sync_ticket());
+      self->state.wait_arrived = true;
       linger(self);
     },
     [=](resend_atom) { resend(self); },
