@@ -37,6 +37,7 @@ struct ring_reader_state {
   uint64_t executes_reported = 0;
   std::chrono::steady_clock::time_point reported_at{};
   bool stopped = false; // a Destroy or a protocol error: nothing more is read
+  bool busy = true;     // the last round read a frame
 
   broadcast_ring& ring() { return setup.channel->ring(); }
   uint32_t lane() const { return setup.runner.lane; }
@@ -97,9 +98,13 @@ void round(reader_actor* self) {
     return;
   }
   try {
-    const spin_policy spin{st.setup.spin};
+    // Spins only while frames come: a round after one that read nothing sleeps at once, so an
+    // idle child costs nothing but a wake-up every round.
+    const spin_policy spin{st.busy ? st.setup.spin : std::chrono::nanoseconds{0}};
+    st.busy = false;
     auto deadline = std::chrono::steady_clock::now() + round_slice;
     while (!st.stopped && st.ring().read(st.setup.reader, st.frame, deadline, spin)) {
+      st.busy = true;
       handle(self, st.frame);
       deadline = std::chrono::steady_clock::now(); // the rest of what is there, without waiting
     }
