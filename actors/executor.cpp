@@ -11,6 +11,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/flush_gate.hpp"
 #include "actors/lane_topology.hpp"
 #include "actors/protocol.hpp"
 #include "actors/store_fence.hpp"
@@ -63,8 +64,7 @@ struct executor_state {
   bool services_stopped = false;
   bool resend_scheduled = false; // a resend message is on its way
   std::chrono::nanoseconds linger{0};
-  bool flush_deferred = false; // the pending flush let releases alone wait for what came next
-  bool wait_arrived = false;   // a read or a sync since the last flush: it goes out at once
+  flush_gate gate{std::chrono::nanoseconds{0}};
   std::string shutdown_problems; // what went wrong as the runners stopped; empty: nothing
 
   static inline const char* name = "ag.executor";
@@ -112,6 +112,7 @@ void note_ring_reads(executor_self self) {
   const auto& ring = st.lanes->ring();
   if (!ring)
     return;
+  st.plan->delivered(ring->executes_written());
   for (uint32_t l = 0; l < st.lanes->lanes(); ++l)
     if (st.lanes->remote(l)) {
       const uint64_t read = ring->read_messages(l - 1);
@@ -227,6 +228,7 @@ void start(executor_self self, executor_setup& setup) {
   topo.board = setup.plan.board;
   topo.linger = setup.linger;
   st.linger = setup.linger;
+  st.gate = flush_gate{setup.linger};
   if (auto& tl = setup.plan.timeline) {
     tl->name_process(::getpid(), "controller");
     tl->name_track(::getpid(), 0, "executor");
@@ -246,7 +248,7 @@ void start(executor_self self, executor_setup& setup) {
 // What both states answer alike: the user's reads, syncs and start-up waits (which the planner
 // answers with an error once it is stopping), stats, and the runners' answers.
 caf::result<uint64_t> fetch(executor_self self, operand_id id) {
-  self->state.wait_arrived = true;
+  self->state.gate.wait_arrived();
   self->state.plan->fetch(self->state.wait_for(self, true), id);
   return caf::delegated<uint64_t>{};
 }
@@ -258,7 +260,7 @@ caf::result<uint64_t> fetch_piece(executor_self self, operand_id id, uint64_t fi
 }
 
 caf::result<void> sync(executor_self self) {
-  self->state.wait_arrived = true;
+  self->state.gate.wait_arrived();
   self->state.plan->sync(self->state.wait_for(self, false));
   return caf::delegated<void>{};
 }
@@ -307,10 +309,6 @@ executor_actor::behavior_type stopping(executor_self self);
 // The shared-memory path: once the mailbox is empty, the executor watches it a while before it
 // sleeps on it, so that the next message of a busy runtime (the next operator, a read, a runner's
 // acknowledgement) finds it awake: no wake-up on the path of a wait. True when one came.
-// How long a flush waits for what the user's thread sends right behind what it has (a few of its
-// submits' worth).
-constexpr std::chrono::nanoseconds gather_window = std::chrono::microseconds{2};
-
 bool linger(executor_self self) {
   return spin_until([self] { return !self->mailbox().empty(); }, spin_policy{self->state.linger});
 }
@@ -337,21 +335,15 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
     [=](wait_ready_atom) { return wait_ready(self); },
     [=, &plan](flush_atom) {
       note_ring_reads(self);
-      // What the user's thread sends right behind (the copy of a result it is about to read, the
-      // wait itself) joins this batch: the runner then runs one batch and synchronizes once.
-      // Releases alone (a read's temporaries going) wait longer for the operators that follow.
-      // Once a read or a sync has come, nothing more is waited for.
       auto& st = self->state;
-      const bool someone_waits = std::exchange(st.wait_arrived, false);
-      if (!st.flush_deferred && !someone_waits && st.linger.count() > 0) {
-        const auto window = plan.releases_alone() ? st.linger : std::min(st.linger, gather_window);
-        if (spin_until([self] { return !self->mailbox().empty(); }, spin_policy{window})) {
-          st.flush_deferred = true; // once: what waits for this batch is not held up
-          self->send(self, flush_atom::value); // after what just came
-          return;
-        }
+      const auto window = st.gate.hold(plan.releases_alone());
+      if (window.count() > 0
+          && spin_until([self] { return !self->mailbox().empty(); }, spin_policy{window})) {
+        st.gate.held();
+        self->send(self, flush_atom::value); // after what just came
+        return;
       }
-      st.flush_deferred = false;
+      st.gate.dispatched();
       plan.flush();
       linger(self);
     },
@@ -383,12 +375,12 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
     [=](stats_atom) { return stats(self); },
     [=, &plan](ticket_atom, operand_id id, const ticket_slot_ptr& slot) {
       slot->fill(plan.read_ticket(id));
-      self->state.wait_arrived = true;
+      self->state.gate.wait_arrived();
       linger(self);
     },
     [=, &plan](ticket_atom, const ticket_slot_ptr& slot) {
       slot->fill(plan.sync_ticket());
-      self->state.wait_arrived = true;
+      self->state.gate.wait_arrived();
       linger(self);
     },
     [=](resend_atom) { resend(self); },

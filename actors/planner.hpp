@@ -142,6 +142,11 @@ public:
   // lane no_lane (or out of range): every remote lane is suspect.
   void failed(uint32_t lane, uint64_t index, const std::string& what);
   void received(uint32_t lane, uint64_t count);
+  // The shared-memory path: the first `count` broadcasts are where the children can read them (the
+  // rest wait for room on the ring). A child that has read all of these is not behind: the watchdog
+  // watches only a child that has something to read. Never called: every broadcast is there as
+  // soon as it is sent (each child's socket queues its own).
+  void delivered(uint64_t count);
   // The lane's runner is gone. why: the failure, when it went while not stopping.
   void lane_down(uint32_t lane, const std::string& why);
   // Every remote lane fails with why (a socket's actor stopped).
@@ -236,6 +241,7 @@ private:
   void check_queued();
   void schedule_progress_check();
   void progressed(uint32_t l);
+  uint64_t readable_broadcasts() const noexcept;
 
   planner_outbox& out_;
   std::vector<plan_lane> lanes_;
@@ -257,6 +263,8 @@ private:
   completion_board* board_;
   std::chrono::milliseconds progress_timeout_;
   bool progress_check_scheduled_ = false;
+  bool tracks_delivery_ = false; // delivered() is called: not every broadcast sent is readable
+  uint64_t delivered_ = 0;
   std::shared_ptr<flow_control> flow_;
   std::deque<held_request> held_;
   std::unordered_map<operand_id, uint32_t> held_refs_; // operands the held operators name

@@ -21,9 +21,10 @@ std::chrono::milliseconds progress_slice(std::chrono::milliseconds timeout) {
 
 void planner::sent_broadcast(wire::execute_msg&& m) {
   const auto now = std::chrono::steady_clock::now();
-  for (auto& ln : lanes_) // a child that had read everything starts its watch now
-    if (ln.remote && ln.broadcasts_received >= window_.seq())
-      ln.last_progress = now;
+  if (!tracks_delivery_) // a child that had read everything starts its watch now
+    for (auto& ln : lanes_)
+      if (ln.remote && ln.broadcasts_received >= window_.seq())
+        ln.last_progress = now;
   window_.sent(wire::header_size + wire::encoded_size(m)); // what the PUB socket queues
   out_.broadcast(std::move(m));
   check_queued();
@@ -71,7 +72,8 @@ void planner::check_progress() {
   bool watching = false;
   for (uint32_t l = 0; l < lanes_.size(); ++l) {
     auto& ln = lanes_[l];
-    if (!ln.remote || !ln.failed.empty() || ln.down || ln.broadcasts_received >= window_.seq())
+    if (!ln.remote || !ln.failed.empty() || ln.down
+        || ln.broadcasts_received >= readable_broadcasts())
       continue;
     if (now - ln.last_progress < progress_timeout_) {
       watching = true;
@@ -84,6 +86,22 @@ void planner::check_progress() {
   }
   if (watching)
     schedule_progress_check();
+}
+
+void planner::delivered(uint64_t count) {
+  tracks_delivery_ = true;
+  if (count <= delivered_)
+    return;
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& ln : lanes_) // a child that had read everything there starts its watch now
+    if (ln.remote && ln.broadcasts_received >= delivered_)
+      ln.last_progress = now;
+  delivered_ = count;
+  schedule_progress_check();
+}
+
+uint64_t planner::readable_broadcasts() const noexcept {
+  return tracks_delivery_ ? std::min(delivered_, window_.seq()) : window_.seq();
 }
 
 // Any word from a remote lane's child shows that it makes progress.

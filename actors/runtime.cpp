@@ -14,6 +14,7 @@
 #include <caf/all.hpp>
 
 #include "actorgraph/error.hpp"
+#include "actors/board_waits.hpp"
 #include "actors/executor.hpp"
 #include "actors/flow_control.hpp"
 #include "actors/store_fence.hpp"
@@ -118,7 +119,7 @@ public:
     for (std::size_t i = 0; i < devices_.size(); ++i)
       lane_names[device_lane(i)] = devices_[i].str();
     flow_ = std::make_shared<flow_control>(
-      std::move(lane_names),
+      lane_names,
       flow_control::limits{opt_.max_in_flight_ops, opt_.max_in_flight_bytes});
     executor_setup setup;
     setup.devices = devices_;
@@ -146,8 +147,11 @@ public:
       setup.plan.timeline = timeline_ = std::make_shared<timeline>();
     }
     setup.start_timeout = opt_.start_timeout;
-    if (shm)
+    if (shm) {
       setup.linger = opt_.spin_wait;
+      board_waits_.emplace(*board_, std::move(lane_names), opt_.wait_timeout,
+                           spin_policy{opt_.spin_wait});
+    }
     setup.plan.wait_timeout = opt_.wait_timeout;
     setup.plan.max_queued_bytes = opt_.max_queued_bytes;
     setup.plan.progress_timeout = opt_.progress_timeout;
@@ -330,65 +334,19 @@ private:
 
   // -- the shared-memory path: waits answered on the completion board ------------------------------
 
-  std::string lane_name(uint32_t lane) const {
-    return lane == cpu_lane ? std::string{"cpu"} : devices_.at(lane - 1).str();
-  }
-
-  spin_policy spin() const noexcept { return {opt_.spin_wait}; }
-
-  // True once the executor left a valid ticket in the slot. It answers at once unless it is busy
-  // (copying a large upload into the store): past a short wait, or with no ticket, the caller
-  // asks it the ordinary way, whose deadline and errors (a runtime gone) are the executor's.
-  bool take_ticket(ticket_slot& slot) {
-    constexpr auto patience = std::chrono::milliseconds{10};
-    return slot.wait(deadline_after(std::min(patience, opt_.wait_timeout)), spin())
-           && slot.ticket().valid;
-  }
-
   // The tensor's store offset once its writer ran, watched on the board: nullopt when the
   // executor must answer (no ticket; a failure or the runtime's end came first).
   std::optional<uint64_t> read_on_board(const std::string& what, operand_id id) {
     const auto slot = std::make_shared<ticket_slot>();
     caf::anon_send(executor_, ticket_atom::value, id, slot);
-    if (!take_ticket(*slot))
-      return std::nullopt;
-    const auto& t = slot->ticket();
-    switch (board_->wait_op(t.lane, t.index, t.faults, deadline_after(opt_.wait_timeout), spin())) {
-      case completion_board::outcome::done:
-        return t.offset;
-      case completion_board::outcome::stale:
-        return std::nullopt;
-      case completion_board::outcome::timed_out:
-        break;
-    }
-    throw error(what + ": not written within " + duration_string(opt_.wait_timeout) + ": "
-                + lane_name(t.lane) + " has not acknowledged it (operator " + std::to_string(t.index)
-                + ", " + std::to_string(board_->ops(t.lane)) + " acknowledged)");
+    return board_waits_->read(*slot, what);
   }
 
-  // True once every entry submitted before was acknowledged, watched on the board; false when
-  // the executor must answer.
+  // True once every entry submitted before was acknowledged, watched on the board.
   bool sync_on_board() {
     const auto slot = std::make_shared<ticket_slot>();
     caf::anon_send(executor_, ticket_atom::value, slot);
-    if (!take_ticket(*slot))
-      return false;
-    const auto& t = slot->ticket();
-    switch (board_->wait_entries(t.entries, t.faults, deadline_after(opt_.wait_timeout), spin())) {
-      case completion_board::outcome::done:
-        return true;
-      case completion_board::outcome::stale:
-        return false;
-      case completion_board::outcome::timed_out:
-        break;
-    }
-    std::string silent;
-    for (uint32_t l = 0; l < t.entries.size(); ++l)
-      if (board_->entries(l) < t.entries[l])
-        silent += (silent.empty() ? "" : ", ") + lane_name(l) + " ("
-                  + std::to_string(t.entries[l] - board_->entries(l)) + " entries unacknowledged)";
-    throw error("sync: no acknowledgement within " + duration_string(opt_.wait_timeout) + " from "
-                + silent);
+    return board_waits_->sync(*slot);
   }
 
   uint32_t lane_of(const device& d) const noexcept {
@@ -434,6 +392,7 @@ private:
   std::vector<device> devices_;
   std::unique_ptr<local_board> local_board_; // thread mode, the shared-memory path
   completion_board* board_ = nullptr;        // the shared-memory path: where waits are answered
+  std::optional<board_waits> board_waits_;   // and how
   std::optional<process_env> env_; // process mode: directory, shared store, clean-up
   tensor_store store_;              // thread mode
   std::optional<caf::actor_system_config> cfg_;

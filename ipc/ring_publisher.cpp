@@ -29,6 +29,8 @@ bool ring_publisher::try_publish(wire::msg_type type, const wire::bytes& body) {
     trace_->write(trace::frame_rec{h.id, h.type, body});
   ring_.try_write(parts, 2); // it fits: readers only make room
   ++next_id_;
+  if (type == wire::msg_type::execute)
+    ++executes_written_;
   return true;
 }
 
@@ -55,6 +57,11 @@ std::size_t ring_publisher::queued() const {
 }
 
 uint64_t ring_publisher::read_messages(uint32_t reader) const { return ring_.read_messages(reader); }
+
+uint64_t ring_publisher::executes_written() const {
+  std::lock_guard<std::mutex> lock{mu_};
+  return executes_written_;
+}
 
 void ring_publisher::drop(uint32_t reader) {
   std::lock_guard<std::mutex> lock{mu_};

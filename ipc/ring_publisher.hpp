@@ -46,6 +46,8 @@ public:
   void drop(uint32_t reader);
   // Frames reader `reader` has read.
   uint64_t read_messages(uint32_t reader) const;
+  // Execute frames written to the ring (not those waiting for room).
+  uint64_t executes_written() const;
 
 private:
   bool try_publish(wire::msg_type type, const wire::bytes& body); // mu_ held
@@ -60,6 +62,7 @@ private:
   broadcast_ring& ring_;
   std::size_t max_body_;
   uint64_t next_id_ = 1;
+  uint64_t executes_written_ = 0;
   std::shared_ptr<trace::writer> trace_;
 };
 

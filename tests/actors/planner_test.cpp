@@ -1151,3 +1151,24 @@ TEST_CASE("the planner has heard the board once every acknowledgement published 
   r.plan.done(sim0, 1, 8);
   CHECK(r.plan.heard_board());
 }
+
+TEST_CASE("the watchdog spares a child that read every broadcast the ring holds, however many "
+          "wait for room behind it",
+          "[planner]") {
+  auto s = setup_of(64 << 10, true);
+  s.progress_timeout = 0ms;
+  rig r{std::move(s)};
+  r.plan.delivered(0); // the shared-memory path: the executor says what the ring holds
+  r.submit(upload(sim0, 1, {1}));
+  r.submit(upload(sim1, 2, {2}));
+  r.drain();
+  r.submit(compute(ag::op_kind::relu, sim1, 3, 2, 0, 1));
+  r.drain();
+  REQUIRE(r.out.broadcasts.size() == 2);
+  r.plan.delivered(1); // the second waits for room: sim:0 has not read the first
+  r.plan.received(sim1, 1);
+  r.plan.check_progress();
+  CHECK_THAT(r.plan.lane(sim0).failed, Contains("sim:0 made no progress"));
+  CHECK(r.plan.lane(sim1).failed.empty()); // it read all it could
+  CHECK(r.out.kills == std::vector<uint32_t>{sim0});
+}
