@@ -56,7 +56,6 @@ public:
   // Confirms every batch launched so far.
   void confirm();
   bool unconfirmed() const noexcept { return !pending_.empty(); }
-  const device& dev() const noexcept { return setup_.dev; }
 
 private:
   struct pending_ack {

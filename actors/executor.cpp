@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -63,8 +64,7 @@ struct executor_state {
   std::vector<caf::response_promise> stats_waiters; // until the planner heard the board
   bool services_stopped = false;
   bool resend_scheduled = false; // a resend message is on its way
-  std::chrono::nanoseconds linger{0};
-  flush_gate gate{std::chrono::nanoseconds{0}};
+  flush_gate gate{std::chrono::nanoseconds{0}}; // and how long the executor lingers
   std::string shutdown_problems; // what went wrong as the runners stopped; empty: nothing
 
   static inline const char* name = "ag.executor";
@@ -87,8 +87,8 @@ void executor_outbox::run(uint32_t lane, batch b) {
 void executor_outbox::broadcast(wire::execute_msg m) {
   if (const auto& ring = self_->state.lanes->ring()) { // written here: no hop to the publisher
     store_fence::release(); // the uploads stored for it
-    ring->publish(wire::msg_type::execute, wire::encode(m));
-    resend_later(self_);
+    if (!ring->publish(wire::msg_type::execute, wire::encode(m)))
+      resend_later(self_);
     return;
   }
   // (The publisher answers nobody: an untyped actor, sent to anonymously.)
@@ -211,11 +211,9 @@ void start(executor_self self, executor_setup& setup) {
   devices.insert(devices.begin(), device::cpu());
   setup.plan.devices = devices;
   setup.plan.process = setup.process.has_value();
-  if (setup.process && setup.process->channel) {
-    auto& channel = *setup.process->channel;
-    setup.plan.board = &channel.board();
-    setup.plan.max_broadcast_bytes = channel.ring().max_message() - wire::header_size;
-  }
+  if (setup.process && setup.process->channel) // no broadcast larger than a ring frame
+    setup.plan.max_broadcast_bytes =
+      setup.process->channel->ring().max_message() - wire::header_size;
   topology_setup topo;
   topo.devices = devices;
   topo.store_base = setup.plan.store_base;
@@ -227,7 +225,6 @@ void start(executor_self self, executor_setup& setup) {
   topo.timeline = setup.plan.timeline;
   topo.board = setup.plan.board;
   topo.linger = setup.linger;
-  st.linger = setup.linger;
   st.gate = flush_gate{setup.linger};
   if (auto& tl = setup.plan.timeline) {
     tl->name_process(::getpid(), "controller");
@@ -308,9 +305,11 @@ executor_actor::behavior_type stopping(executor_self self);
 
 // The shared-memory path: once the mailbox is empty, the executor watches it a while before it
 // sleeps on it, so that the next message of a busy runtime (the next operator, a read, a runner's
-// acknowledgement) finds it awake: no wake-up on the path of a wait. True when one came.
-bool linger(executor_self self) {
-  return spin_until([self] { return !self->mailbox().empty(); }, spin_policy{self->state.linger});
+// acknowledgement) finds it awake: no wake-up on the path of a wait. True when one came within
+// `window` (default: the executor's linger).
+bool linger(executor_self self, std::optional<std::chrono::nanoseconds> window = std::nullopt) {
+  return spin_until([self] { return !self->mailbox().empty(); },
+                    spin_policy{window.value_or(self->state.gate.linger())});
 }
 
 // starting and running (the planner tells them apart: a wait for start-up is answered once every
@@ -337,8 +336,7 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
       note_ring_reads(self);
       auto& st = self->state;
       const auto window = st.gate.hold(plan.releases_alone());
-      if (window.count() > 0
-          && spin_until([self] { return !self->mailbox().empty(); }, spin_policy{window})) {
+      if (window.count() > 0 && linger(self, window)) {
         st.gate.held();
         self->send(self, flush_atom::value); // after what just came
         return;

@@ -21,6 +21,9 @@ public:
   // linger: how long the executor watches its mailbox once idle (0: the gate never holds).
   explicit flush_gate(std::chrono::nanoseconds linger) noexcept : linger_(linger) {}
 
+  // How long the executor watches its mailbox once idle.
+  std::chrono::nanoseconds linger() const noexcept { return linger_; }
+
   // A read or a sync arrived: the next flush goes out at once.
   void wait_arrived() noexcept { wait_arrived_ = true; }
 

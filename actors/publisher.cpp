@@ -29,8 +29,8 @@ struct publisher_state {
 
   void publish(caf::event_based_actor* self, wire::msg_type type, wire::bytes body) {
     if (ring && type != wire::msg_type::hello) {
-      ring->publish(type, std::move(body));
-      retry(self);
+      if (!ring->publish(type, std::move(body)))
+        retry(self);
       return;
     }
     const wire::header h{type, ring ? ring->next_id() : next_id++};

@@ -11,6 +11,7 @@
 
 #include "actorgraph/error.hpp"
 #include "actors/lane_topology.hpp"
+#include "actors/plan_records.hpp"
 #include "actors/process_env.hpp"
 #include "actors/protocol.hpp"
 #include "graph/deadline.hpp"
@@ -28,7 +29,7 @@ constexpr uint64_t scratch_align = 64;
 
 uint64_t round_up(uint64_t x) { return (x + scratch_align - 1) / scratch_align * scratch_align; }
 
-// The shared-memory path's ring: 4 MiB, or large enough for the largest recorded frame (one
+// The shared-memory path's ring: graph_option's, or large enough for the largest recorded frame (one
 // recorded on the sockets may be larger than a ring's); 0 on the sockets.
 std::size_t ring_bytes_for(const trace::file& t, const replay_options& opt) {
   if (opt.transport != transport::shared_memory)
@@ -37,7 +38,7 @@ std::size_t ring_bytes_for(const trace::file& t, const replay_options& opt) {
   for (const auto& r : t.records)
     if (auto* f = std::get_if<trace::frame_rec>(&r.body))
       largest = std::max(largest, f->body.size());
-  std::size_t ring = std::size_t{4} << 20;
+  std::size_t ring = graph_option{}.ring_bytes;
   while (ring / 2 < largest + wire::header_size + 64)
     ring *= 2;
   return ring;
@@ -108,7 +109,7 @@ public:
                         + std::to_string(trace::max_store_bytes) + " bytes");
     if (opt.process) {
       env_.emplace(store_bytes, devices.size() - 1, opt.runner_path, ring_bytes_for(t, opt),
-                   std::chrono::microseconds{50});
+                   graph_option{}.spin_wait);
       store_base_ = env_->store().base();
     } else {
       local_store_ = tensor_store::anonymous(store_bytes);
@@ -521,7 +522,7 @@ private:
   std::optional<lane_topology> topo_; // the runners; destroyed by stop()
   std::vector<replay_lane> lanes_;
   std::unordered_map<operand_id, std::string> writers_; // who last wrote each operand
-  std::unordered_map<operand_id, std::pair<uint32_t, uint64_t>> written_at_; // (lane, operator)
+  std::unordered_map<operand_id, dependency> written_at_; // the operator that last wrote each
   std::vector<trace::live_operand> live_;
   std::string protocol_error_;
   replay_report report_;

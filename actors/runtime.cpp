@@ -133,7 +133,7 @@ public:
       store_ = tensor_store::anonymous(opt_.store_bytes);
       if (shm) {
         local_board_ = std::make_unique<local_board>(static_cast<uint32_t>(devices_.size() + 1));
-        board_ = setup.plan.board = &local_board_->board();
+        board_ = &local_board_->board();
       }
     }
     // Once nothing above can fail: a runtime that could not be set up leaves no trace file.
@@ -148,6 +148,7 @@ public:
     }
     setup.start_timeout = opt_.start_timeout;
     if (shm) {
+      setup.plan.board = board_;
       setup.linger = opt_.spin_wait;
       board_waits_.emplace(*board_, std::move(lane_names), opt_.wait_timeout,
                            spin_policy{opt_.spin_wait});

@@ -6,6 +6,7 @@
 // call. Shared futexes (no FUTEX_PRIVATE_FLAG): the words are in memory mapped by several processes.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -67,6 +68,8 @@ bool spin_until(Done done, spin_policy policy) {
     if ((i & 63) == 0) {
       if (clock::now() >= spin_end)
         return false;
+      // A spinner never keeps a thread that could run from this core (the one it waits for,
+      // on a machine with few cores): it steps aside every 64 looks.
       detail::yield();
     }
   }
@@ -76,25 +79,9 @@ template <class Done>
 bool wait_until(wake_word& w, Done done, std::chrono::steady_clock::time_point deadline,
                 spin_policy policy, std::chrono::nanoseconds slice) {
   using clock = std::chrono::steady_clock;
-  if (done())
+  const auto before_deadline = std::max(deadline - clock::now(), clock::duration::zero());
+  if (spin_until(done, spin_policy{std::min<std::chrono::nanoseconds>(policy.spin, before_deadline)}))
     return true;
-  const auto start = clock::now();
-  if (policy.spin.count() > 0) {
-    const auto spin_end = start + policy.spin;
-    for (uint32_t i = 1;; ++i) {
-      detail::cpu_relax();
-      if (done())
-        return true;
-      if ((i & 63) == 0) {
-        const auto now = clock::now();
-        if (now >= spin_end || now >= deadline)
-          break;
-        // A spinner never keeps a thread that could run from this core (the one it waits for,
-        // on a machine with few cores): it steps aside every 64 looks.
-        detail::yield();
-      }
-    }
-  }
   for (;;) {
     const uint32_t seen = w.changes.load(std::memory_order_seq_cst);
     if (done())

@@ -30,18 +30,19 @@ bool ring_publisher::try_publish(wire::msg_type type, const wire::bytes& body) {
   ring_.try_write(parts, 2); // it fits: readers only make room
   ++next_id_;
   if (type == wire::msg_type::execute)
-    ++executes_written_;
+    executes_written_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
-void ring_publisher::publish(wire::msg_type type, wire::bytes body) {
+bool ring_publisher::publish(wire::msg_type type, wire::bytes body) {
   if (body.size() > max_body_)
     throw error("broadcast ring: a " + wire::to_string(type) + " frame of " + std::to_string(body.size())
                 + " bytes is larger than the ring's largest (" + std::to_string(max_body_) + ")");
   std::lock_guard<std::mutex> lock{mu_};
   if (waiting_.empty() && try_publish(type, body))
-    return;
+    return true;
   waiting_.push_back({type, std::move(body)});
+  return false;
 }
 
 bool ring_publisher::flush() {
@@ -51,16 +52,10 @@ bool ring_publisher::flush() {
   return waiting_.empty();
 }
 
-std::size_t ring_publisher::queued() const {
-  std::lock_guard<std::mutex> lock{mu_};
-  return waiting_.size();
-}
-
 uint64_t ring_publisher::read_messages(uint32_t reader) const { return ring_.read_messages(reader); }
 
 uint64_t ring_publisher::executes_written() const {
-  std::lock_guard<std::mutex> lock{mu_};
-  return executes_written_;
+  return executes_written_.load(std::memory_order_relaxed);
 }
 
 void ring_publisher::drop(uint32_t reader) {

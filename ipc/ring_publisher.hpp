@@ -9,6 +9,7 @@
 // frames and the publisher actor its Destroy (and ag-replay's Execute frames).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -33,15 +34,12 @@ public:
 
   // The id of a frame sent on the socket instead.
   uint64_t next_id();
-  // Publishes the frame, or queues it behind those still waiting for room. Throws ag::error for a
-  // body larger than max_body().
-  void publish(wire::msg_type type, wire::bytes body);
+  // Publishes the frame, or queues it behind those still waiting for room: true when nothing
+  // waits (then nobody need flush()). Throws ag::error for a body larger than the ring's largest
+  // frame less the header.
+  bool publish(wire::msg_type type, wire::bytes body);
   // Writes what waits for room, in order, as far as there is room: true when nothing waits.
   bool flush();
-  // Frames waiting for room.
-  std::size_t queued() const;
-  // The largest body a frame may have.
-  std::size_t max_body() const noexcept { return max_body_; }
   // The child reading as `reader` is gone: the ring no longer waits for it.
   void drop(uint32_t reader);
   // Frames reader `reader` has read.
@@ -62,7 +60,7 @@ private:
   broadcast_ring& ring_;
   std::size_t max_body_;
   uint64_t next_id_ = 1;
-  uint64_t executes_written_ = 0;
+  std::atomic<uint64_t> executes_written_{0}; // read on every flush of the executor, unlocked
   std::shared_ptr<trace::writer> trace_;
 };
 
