@@ -13,7 +13,6 @@
 // failed (the reason is left in the segment for the controller), 4 its stream failed to start or
 // stopped. It reads no configuration file: not caf-application.ini from whatever directory the
 // controller runs in, nor --config-file.
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -101,7 +100,7 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
                    &channel->board()};
       rs.channel = channel;
       rs.reader = args.lane - 1;
-      rs.spin = std::chrono::nanoseconds{std::max<int64_t>(cfg.spin_ns, 0)};
+      rs.spin = std::chrono::nanoseconds{cfg.spin_ns};
       stream = ag::spawn_ring_reader(sys, std::move(rs), pusher, caf::actor_cast<caf::actor>(self));
     } else {
       stream = caf::actor_cast<caf::actor>(ag::spawn_stream_actor(
@@ -151,6 +150,8 @@ int start(int argc, char** argv) {
   if (!cfg.remote_runner || cfg.shm_name.empty())
     return cfg.usage("started by an actorgraph runtime in process mode, as "
                      "ag-runner --remote-runner --shm-name=NAME");
+  if (cfg.spin_ns < 0)
+    return cfg.usage("--spin-ns=" + std::to_string(cfg.spin_ns) + ": expected 0 or more");
   ag::sub_process_sync sync;
   try {
     sync = ag::sub_process_sync::open(cfg.shm_name);
