@@ -15,7 +15,7 @@ usage() {
 what=$1
 shift
 
-packages=(cmake ninja-build g++ pkg-config ccache libcaf-dev libzmq3-dev cppzmq-dev libboost-dev catch2)
+packages=(cmake ninja-build g++ pkg-config ccache libcaf-dev libzmq3-dev cppzmq-dev libboost-dev libssl-dev catch2)
 [ "$what" = fuzz ] && packages+=(clang libclang-rt-dev)
 
 install_missing() {

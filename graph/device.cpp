@@ -8,13 +8,41 @@
 
 namespace ag {
 
+std::string device::node_name() const { return std::string{node.data()}; }
+
+void check_node_name(const std::string& name, const std::string& what) {
+  const bool ok = !name.empty() && name.size() <= device::max_node_name
+                  && std::isalpha(static_cast<unsigned char>(name[0]))
+                  && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+                       return std::isalnum(c) || c == '-' || c == '_';
+                     });
+  if (!ok)
+    throw error(what + ": node name \"" + name + "\" is not 1 to "
+                + std::to_string(device::max_node_name)
+                + " letters, digits, '-' or '_' starting with a letter");
+}
+
+device device::on(const std::string& name) const {
+  device d = *this;
+  d.node = {};
+  if (name.empty())
+    return d;
+  check_node_name(name, "device " + name + "/" + on_its_node().str());
+  if (is_cpu())
+    throw error("device " + name + "/cpu: a node lends its cuda:N and sim:N devices; the cpu is "
+                "the controller's");
+  std::copy(name.begin(), name.end(), d.node.begin());
+  return d;
+}
+
 std::string device::str() const {
+  std::string prefix = local() ? std::string{} : node_name() + "/";
   switch (type) {
-    case kind::cpu: return "cpu";
-    case kind::cuda: return "cuda:" + std::to_string(index);
-    case kind::sim: return "sim:" + std::to_string(index);
+    case kind::cpu: return prefix + "cpu";
+    case kind::cuda: return prefix + "cuda:" + std::to_string(index);
+    case kind::sim: return prefix + "sim:" + std::to_string(index);
   }
-  return "device?" + std::to_string(static_cast<int>(type));
+  return prefix + "device?" + std::to_string(static_cast<int>(type));
 }
 
 std::ostream& operator<<(std::ostream& out, const device& d) { return out << d.str(); }
@@ -30,7 +58,13 @@ std::string trim(const std::string& s) {
 } // namespace
 
 device parse_device(const std::string& raw) {
-  const std::string text = trim(raw);
+  std::string text = trim(raw);
+  if (const auto slash = text.find('/'); slash != std::string::npos) {
+    const std::string node = trim(text.substr(0, slash));
+    if (node.empty() || text.find('/', slash + 1) != std::string::npos)
+      throw error("unknown device \"" + raw + "\": expected NAME/cuda:N or NAME/sim:N on a node");
+    return parse_device(text.substr(slash + 1)).on(node);
+  }
   if (text == "cpu")
     return device::cpu();
   const auto colon = text.find(':');
@@ -46,7 +80,8 @@ device parse_device(const std::string& raw) {
     }
   }
   throw error("unknown device \"" + raw
-              + "\": expected cpu, cuda:N or sim:N (N a non-negative integer), or auto");
+              + "\": expected cpu, cuda:N or sim:N (N a non-negative integer), NAME/cuda:N or "
+              "NAME/sim:N on node NAME, or auto");
 }
 
 std::vector<device> parse_devices(const std::string& text) {

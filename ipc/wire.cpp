@@ -12,10 +12,12 @@ std::string to_string(msg_type t) {
     case msg_type::hello: return "hello";
     case msg_type::execute: return "execute";
     case msg_type::destroy: return "destroy";
+    case msg_type::data_in: return "data_in";
     case msg_type::ready: return "ready";
     case msg_type::done: return "done";
     case msg_type::failed: return "failed";
     case msg_type::received: return "received";
+    case msg_type::data_out: return "data_out";
   }
   return "type#" + std::to_string(static_cast<int>(t));
 }
@@ -27,10 +29,12 @@ bool known(msg_type t) {
     case msg_type::hello:
     case msg_type::execute:
     case msg_type::destroy:
+    case msg_type::data_in:
     case msg_type::ready:
     case msg_type::done:
     case msg_type::failed:
-    case msg_type::received: return true;
+    case msg_type::received:
+    case msg_type::data_out: return true;
   }
   return false;
 }
@@ -53,15 +57,32 @@ void check_device(const device& d, const char* name) {
                 + ")");
 }
 
+bool carries_lane(msg_type t) { return t == msg_type::data_in || t == msg_type::data_out; }
+
+// Big-endian, whatever this machine's order.
+void put_be(unsigned char* p, uint64_t x, int bytes) noexcept {
+  for (int i = bytes - 1; i >= 0; --i, x >>= 8)
+    p[i] = static_cast<unsigned char>(x & 0xff);
+}
+
+uint64_t get_be(const unsigned char* p, int bytes) noexcept {
+  uint64_t x = 0;
+  for (int i = 0; i < bytes; ++i)
+    x = (x << 8) | p[i];
+  return x;
+}
+
 } // namespace
 
 bytes encode_header(const header& h) {
   bytes out(header_size, 0);
-  const uint16_t m = magic;
-  std::memcpy(out.data(), &m, 2);
-  out[2] = static_cast<char>(version);
-  out[3] = static_cast<char>(h.type);
-  std::memcpy(out.data() + 8, &h.id, 8);
+  auto* p = reinterpret_cast<unsigned char*>(out.data());
+  p[0] = static_cast<unsigned char>(magic[0]);
+  p[1] = static_cast<unsigned char>(magic[1]);
+  p[2] = version;
+  p[3] = static_cast<unsigned char>(h.type);
+  put_be(p + 4, h.lane, 4);
+  put_be(p + 8, h.id, 8);
   return out;
 }
 
@@ -70,21 +91,36 @@ header decode_header(const void* data, std::size_t size) {
     throw error("wire: header frame of " + std::to_string(size) + " bytes, expected "
                 + std::to_string(header_size));
   const auto* p = static_cast<const unsigned char*>(data);
-  uint16_t m = 0;
-  std::memcpy(&m, p, 2);
-  if (m != magic)
+  if (p[0] != static_cast<unsigned char>(magic[0]) || p[1] != static_cast<unsigned char>(magic[1]))
     throw error("wire: bad magic in header frame");
   if (p[2] != version)
     throw error("wire: protocol version " + std::to_string(p[2]) + ", this build speaks "
                 + std::to_string(version));
-  if (p[4] != 0 || p[5] != 0 || p[6] != 0 || p[7] != 0)
-    throw error("wire: reserved header bytes 4-7 are not zero");
   header h;
   h.type = static_cast<msg_type>(p[3]);
   if (!known(h.type))
     throw error("wire: unknown message " + to_string(h.type));
-  std::memcpy(&h.id, p + 8, 8);
+  h.lane = static_cast<uint32_t>(get_be(p + 4, 4));
+  if (carries_lane(h.type) ? h.lane == 0 : h.lane != 0)
+    throw error(carries_lane(h.type)
+                  ? "wire: " + to_string(h.type) + " header names lane 0 (the controller's cpu)"
+                  : "wire: header bytes 4-7 (the lane) are not zero in a "
+                      + to_string(h.type) + " message");
+  h.id = get_be(p + 8, 8);
   return h;
+}
+
+data_piece decode_data(const void* body, std::size_t size) {
+  if (size < data_offset_bytes)
+    throw error("wire: malformed data message: " + std::to_string(size)
+                + "-byte body, shorter than its offset");
+  const auto* p = static_cast<const unsigned char*>(body);
+  return {get_be(p, 8), static_cast<const char*>(body) + data_offset_bytes,
+          size - data_offset_bytes};
+}
+
+void encode_data_offset(void* body, uint64_t offset) noexcept {
+  put_be(static_cast<unsigned char*>(body), offset, 8);
 }
 
 std::size_t encoded_size(const batch& x) noexcept {

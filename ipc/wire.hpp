@@ -1,6 +1,8 @@
 // The wire format between the controller and its children (docs/PROTOCOL.md): every message is two
 // ZMQ frames, a fixed 16-byte header and a body that is the CAF binary serialization of the
-// message's one schema (its inspect overload). Decoding is bounds-checked: a malformed frame is an
+// message's one schema (its inspect overload), or, for the store bytes that travel to and from a
+// node's children, an offset and the bytes. Every integer is big-endian (network order), so
+// machines of either byte order talk. Decoding is bounds-checked: a malformed frame is an
 // error naming what was wrong, never a crash and never an allocation larger than the frame.
 #pragma once
 
@@ -16,8 +18,8 @@
 
 namespace ag::wire {
 
-constexpr uint16_t magic = 0x4741; // "AG"
-constexpr uint8_t version = 2;
+constexpr char magic[2] = {'A', 'G'};
+constexpr uint8_t version = 3;
 constexpr std::size_t header_size = 16;
 // ZMQ_MAXMSGSIZE of every receiving socket: the largest frame a peer may send.
 constexpr int64_t max_frame_bytes = int64_t{1} << 30;
@@ -27,11 +29,16 @@ enum class msg_type : uint8_t {
   hello = 1,   // start-up probe: a child that receives one knows its SUB connection is up
   execute = 2, // batches for every child: each runs those of its lane
   destroy = 3, // every child exits
+  // controller -> a node's child (its own PUB over TCP, filtered by lane): bytes of the store
+  // that the lane's next batches read, for the child's store (which is its node's own)
+  data_in = 4,
   // child -> controller (PUSH/PULL)
   ready = 16,  // devicesReady: the child's stream exists and its SUB connection is up
   done = 17,   // a batch ran: the lane's operator count and its device bytes
   failed = 18, // an operator failed, or the child saw a protocol error
   received = 19, // how many Execute messages the child has read (for the controller's bound)
+  // a node's child -> controller: bytes its batch wrote to its store, before the batch's Done
+  data_out = 20,
 };
 
 // "execute", "ready", ...; "type#N" otherwise.
@@ -39,8 +46,26 @@ std::string to_string(msg_type t);
 
 struct header {
   msg_type type = msg_type::hello;
-  uint64_t id = 0; // per sender, +1 per message
+  uint64_t id = 0; // per sender, +1 per message; data_in: per lane, +1 per message
+  uint32_t lane = 0; // data_in and data_out: whose bytes they are; 0 in every other message
 };
+
+// data_in and data_out bodies: the store offset (8 bytes), then the bytes. The largest piece one
+// frame carries; a larger range goes as several, in order.
+constexpr std::size_t data_offset_bytes = 8;
+constexpr std::size_t max_data_piece = std::size_t{4} << 20;
+
+// What a data frame's body says: where its bytes go, and the bytes (inside the frame).
+struct data_piece {
+  uint64_t offset = 0;
+  const char* bytes = nullptr;
+  std::size_t size = 0;
+};
+
+// Throws ag::error when the body is shorter than its offset.
+data_piece decode_data(const void* body, std::size_t size);
+// Writes the offset into the first data_offset_bytes of `body`.
+void encode_data_offset(void* body, uint64_t offset) noexcept;
 
 // Start-up arguments of a child, written by the controller into its SubProcessSync segment.
 struct startup_args {
@@ -140,7 +165,8 @@ typename Inspector::result_type inspect(Inspector& f, received_msg& x) {
 using bytes = std::vector<char>;
 
 bytes encode_header(const header& h);
-// Throws ag::error naming what is wrong: size, magic, version, unknown type.
+// Throws ag::error naming what is wrong: size, magic, version, unknown type, a lane where none
+// belongs.
 header decode_header(const void* data, std::size_t size);
 
 bytes encode(startup_args& x);

@@ -4,6 +4,7 @@
 #include "actorgraph/device.hpp"
 #include "actorgraph/error.hpp"
 #include "actorgraph/graph_option.hpp"
+#include "actorgraph/node.hpp"
 #include "actorgraph/runtime.hpp"
 #include "actorgraph/stop_signals.hpp"
 #include "actorgraph/tensor.hpp"

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "actorgraph/device.hpp"
+#include "actorgraph/node.hpp"
 
 namespace ag {
 
@@ -77,6 +78,21 @@ struct graph_option {
   // Process mode, the shared-memory path: bytes of the broadcast ring (a power of two, at least
   // 64 KiB). The largest broadcast is half of it; more operators than that go in several.
   std::size_t ring_bytes = std::size_t{4} << 20;
+
+  // Other machines whose devices are named in `devices` ("n1/cuda:0"), each running ag-node
+  // (docs/NODES.md). Needs process mode and key_file. The runtime reaches them over TCP: its
+  // control plane through CAF's middleman over TLS, batches, acknowledgements and tensors over
+  // ZMQ with CURVE, both authenticated by the identities ag-keygen made. With nodes, every
+  // child, local ones too, runs on the sockets path (transport is not used).
+  std::vector<node> nodes;
+
+  // This controller's identity, as ag-keygen wrote it ("keys/ctl.secret", mode 0600; its
+  // ".public" beside it). Each node's ag-node must allow its public half (--allow).
+  std::string key_file;
+
+  // A node that answers nothing for this long is gone: its devices' work fails naming it. Its
+  // ag-node likewise gives up on a silent controller after this long and stops its children.
+  std::chrono::milliseconds node_timeout{std::chrono::seconds{5}};
 
   // Process mode: the ag-runner program. Empty: $AG_RUNNER, else the ag-runner installed beside
   // this library (<prefix>/bin), else one beside the running program.

@@ -115,3 +115,42 @@ TEST_CASE("devices compare by kind, then by index", "[graph]") {
   CHECK(device::cpu().is_cpu());
   CHECK_FALSE(device::sim(0).is_cpu());
 }
+
+TEST_CASE("NAME/cuda:N and NAME/sim:N name a device on a node", "[graph]") {
+  const auto d = ag::parse_device(" n1/cuda:2 ");
+  CHECK(d.type == ag::device::kind::cuda);
+  CHECK(d.index == 2);
+  CHECK_FALSE(d.local());
+  CHECK(d.node_name() == "n1");
+  CHECK(d.str() == "n1/cuda:2");
+  CHECK(d.on_its_node() == ag::device::cuda(2));
+  CHECK(d != ag::device::cuda(2));
+  CHECK(ag::device::cuda(2).local());
+  CHECK(ag::parse_device("gpu-box_7/sim:0") == ag::device::sim(0).on("gpu-box_7"));
+  const auto list = ag::parse_devices("cuda:0,n1/cuda:0,n1/cuda:1,n2/sim:0");
+  REQUIRE(list.size() == 4);
+  CHECK(ag::to_string(list) == "cuda:0,n1/cuda:0,n1/cuda:1,n2/sim:0");
+  CHECK(ag::parse_devices(ag::to_string(list)) == list);
+}
+
+TEST_CASE("devices on nodes order by node, then kind, then index", "[graph]") {
+  const auto here = ag::device::sim(5);
+  const auto a = ag::parse_device("a/sim:0");
+  const auto b = ag::parse_device("b/cuda:0");
+  CHECK(here < a);
+  CHECK(a < b);
+  CHECK_FALSE(b < a);
+}
+
+TEST_CASE("a bad node name or a node's cpu throws ag::error naming it", "[graph]") {
+  using Catch::Matchers::Contains;
+  CHECK_THROWS_WITH(ag::parse_device("n1/cpu"), Contains("n1/cpu") && Contains("controller's"));
+  CHECK_THROWS_WITH(ag::parse_device("1n/sim:0"), Contains("\"1n\""));
+  CHECK_THROWS_WITH(ag::parse_device("a.b/sim:0"), Contains("\"a.b\""));
+  CHECK_THROWS_WITH(ag::parse_device("abcdefghijklmnop/sim:0"), Contains("1 to 15"));
+  CHECK_THROWS_WITH(ag::parse_device("/sim:0"), Contains("\"/sim:0\""));
+  CHECK_THROWS_WITH(ag::parse_device("n1/n2/sim:0"), Contains("n1/n2/sim:0"));
+  CHECK_THROWS_WITH(ag::parse_device("n1/gpu:0"), Contains("gpu:0"));
+  CHECK_THROWS_WITH(ag::parse_devices("n1/sim:0,n1/sim:0"), Contains("n1/sim:0 twice"));
+  CHECK_NOTHROW(ag::parse_devices("n1/sim:0,n2/sim:0,sim:0"));
+}

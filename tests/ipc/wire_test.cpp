@@ -282,7 +282,7 @@ TEST_CASE("ready, done and failed messages survive a round trip", "[ipc]") {
 TEST_CASE("a header of every message type survives a round trip", "[ipc]") {
   using wire::msg_type;
   for (auto type : {msg_type::hello, msg_type::execute, msg_type::destroy, msg_type::ready,
-                    msg_type::done, msg_type::failed}) {
+                    msg_type::done, msg_type::failed, msg_type::received}) {
     for (uint64_t id : {uint64_t{0}, uint64_t{1}, uint64_t{0x0102030405060708},
                         std::numeric_limits<uint64_t>::max()}) {
       INFO(wire::to_string(type) << " #" << id);
@@ -293,6 +293,48 @@ TEST_CASE("a header of every message type survives a round trip", "[ipc]") {
       CHECK(back.id == id);
     }
   }
+}
+
+TEST_CASE("a header is big-endian, byte for byte, whatever this machine's order", "[ipc]") {
+  const auto bytes = wire::encode_header(
+    wire::header{wire::msg_type::data_in, 0x0102030405060708, 0x0a0b0c0d});
+  const std::vector<unsigned char> expected{'A', 'G', wire::version, 4,    0x0a, 0x0b, 0x0c, 0x0d,
+                                            0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08};
+  CHECK(std::vector<unsigned char>(bytes.begin(), bytes.end()) == expected);
+  const auto back = wire::decode_header(bytes.data(), bytes.size());
+  CHECK(back.type == wire::msg_type::data_in);
+  CHECK(back.id == 0x0102030405060708);
+  CHECK(back.lane == 0x0a0b0c0d);
+}
+
+TEST_CASE("only data frames carry a lane in their header, and never lane 0", "[ipc]") {
+  for (auto type : {wire::msg_type::data_in, wire::msg_type::data_out}) {
+    INFO(wire::to_string(type));
+    const auto ok = wire::encode_header(wire::header{type, 3, 2});
+    CHECK(wire::decode_header(ok.data(), ok.size()).lane == 2);
+    const auto cpu = wire::encode_header(wire::header{type, 3, 0});
+    CHECK_THROWS_WITH(wire::decode_header(cpu.data(), cpu.size()), Catch::Contains("lane 0"));
+  }
+  auto done = wire::encode_header(wire::header{wire::msg_type::done, 3});
+  done[7] = 1;
+  CHECK_THROWS_WITH(wire::decode_header(done.data(), done.size()),
+                    Catch::Contains("bytes 4-7 (the lane) are not zero in a done message"));
+}
+
+TEST_CASE("a data body is a big-endian offset and the bytes", "[ipc]") {
+  std::vector<char> body(wire::data_offset_bytes + 3);
+  wire::encode_data_offset(body.data(), 0x1122334455667788);
+  body[8] = 'x';
+  body[9] = 'y';
+  body[10] = 'z';
+  CHECK(static_cast<unsigned char>(body[0]) == 0x11);
+  CHECK(static_cast<unsigned char>(body[7]) == 0x88);
+  const auto piece = wire::decode_data(body.data(), body.size());
+  CHECK(piece.offset == 0x1122334455667788);
+  CHECK(std::string(piece.bytes, piece.size) == "xyz");
+  CHECK(wire::decode_data(body.data(), wire::data_offset_bytes).size == 0);
+  CHECK_THROWS_WITH(wire::decode_data(body.data(), 7),
+                    Catch::Contains("7-byte body, shorter than its offset"));
 }
 
 TEST_CASE("message types have readable names and unknown ones show their number", "[ipc]") {
