@@ -44,16 +44,22 @@ void lane_topology::spawn(topology_setup& setup) {
       ring_ = std::make_shared<ring_publisher>(p.channel, setup.trace);
       setup.board = &p.channel->board();
     }
-    publisher_ = spawn_publisher(sys, p.zmq, p.pub_endpoint, setup.trace, ring_);
-    puller_ = spawn_puller(sys, p.zmq, p.pull_endpoint, me);
+    publisher_ = spawn_publisher(sys, p.zmq, p.pub_endpoint, setup.trace, ring_, p.network,
+                                 setup.store_base, setup.store_size);
+    puller_ = spawn_puller(sys, p.zmq, p.pull_endpoint, me, p.network, setup.store_base,
+                           setup.store_size);
     owner->monitor(publisher_);
     owner->monitor(puller_);
   }
+  // The children on nodes were started by their nodes (actors/node_client.hpp).
+  const auto* net = setup.process && setup.process->network ? setup.process->network.get() : nullptr;
   for (uint32_t i = 0; i < setup.devices.size(); ++i) {
     const auto& dev = setup.devices[i];
     lane_actor l;
     l.remote = setup.process && !dev.is_cpu();
-    if (l.remote) {
+    if (net && i < net->lane_proxy.size() && net->lane_proxy[i]) {
+      l.proxy = caf::actor_cast<runner_proxy_actor>(net->lane_proxy[i]);
+    } else if (l.remote) {
       auto ps = make_proxy_setup(*setup.process, i, dev, setup.store_size, setup.start_timeout,
                                  setup.stop_timeout);
       if (setup.timeline)

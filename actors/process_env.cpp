@@ -1,5 +1,6 @@
 #include "actors/process_env.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 
 #include <dlfcn.h>
@@ -11,6 +12,8 @@
 #include "ipc/cleanup_registry.hpp"
 #include "ipc/leftovers.hpp"
 #include "ipc/shm_channel.hpp"
+#include "ipc/zap_handler.hpp"
+#include "ipc/zmq_sockets.hpp"
 
 namespace ag {
 
@@ -113,6 +116,31 @@ process_env::process_env(std::size_t store_bytes, std::size_t device_lanes,
   setup_.store_name = store_.name();
   setup_.segment_prefix = prefix;
   setup_.timeline_part_prefix = dir_.path() + "/timeline-";
+}
+
+void process_env::open_network(const std::string& curve_public, const std::string& curve_secret,
+                               const std::map<std::string, std::string>& allowed,
+                               std::vector<std::string> lane_node,
+                               std::vector<network_setup::node_target> nodes) {
+  auto net = std::make_shared<network_setup>();
+  net->zap = std::make_shared<zap_handler>(*setup_.zmq, allowed, [](const std::string& line) {
+    std::fprintf(stderr, "actorgraph: data plane: %s\n", line.c_str());
+  });
+  const zmqs::curve_keys keys{curve_public, curve_secret, ""};
+  try {
+    net->pub = std::make_shared<zmq::socket_t>(zmqs::publisher(*setup_.zmq, "tcp://0.0.0.0:0", &keys));
+    net->pull = std::make_shared<zmq::socket_t>(zmqs::puller(*setup_.zmq, "tcp://0.0.0.0:0", &keys));
+    net->zap->watch(*net->pub, "broadcast");
+    net->zap->watch(*net->pull, "reports");
+    net->pub_port = zmqs::bound_port(*net->pub);
+    net->pull_port = zmqs::bound_port(*net->pull);
+  } catch (const zmq::error_t& e) {
+    throw error(std::string{"data plane: cannot bind a TCP socket: "} + e.what());
+  }
+  net->curve_public = curve_public;
+  net->lane_node = std::move(lane_node);
+  net->nodes = std::move(nodes);
+  setup_.network = std::move(net);
 }
 
 std::string timeline_part(const process_setup& p, std::size_t lane) {

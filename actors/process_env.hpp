@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,15 @@ public:
   process_env& operator=(const process_env&) = delete;
 
   tensor_store& store() noexcept { return store_; }
+  // A file of this environment's directory (removed with it).
+  std::string file(const std::string& name) const { return dir_.path() + "/" + name; }
+
+  // With nodes: starts the ZAP handler that lets in the nodes' CURVE keys (`allowed`: key -> node
+  // name), binds the TCP PUB and PULL (CURVE, this controller's keys) and sets setup().network.
+  void open_network(const std::string& curve_public, const std::string& curve_secret,
+                    const std::map<std::string, std::string>& allowed,
+                    std::vector<std::string> lane_node,
+                    std::vector<network_setup::node_target> nodes);
   // Endpoints, store name, runner and segment names, for the executor (or ag-replay).
   const process_setup& setup() const noexcept { return setup_; }
 

@@ -3,16 +3,45 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
 
 namespace zmq {
 class context_t;
+class socket_t;
 } // namespace zmq
 
 namespace ag {
 
 class shm_channel;
+class zap_handler;
+
+// With nodes: the controller's TCP side of the broadcast and the reports, CURVE servers behind
+// the ZAP handler, bound on every interface at ports the system picked, before any child starts.
+// The publisher and the puller take the sockets.
+struct network_setup {
+  std::shared_ptr<zap_handler> zap; // first up, last down
+  std::shared_ptr<zmq::socket_t> pub;
+  std::shared_ptr<zmq::socket_t> pull;
+  uint16_t pub_port = 0;
+  uint16_t pull_port = 0;
+  std::string curve_public;           // the controller's: the children's server key
+  std::vector<std::string> lane_node; // per lane, the node it runs on ("": this machine)
+  // Where each node's ag-node listens, and the address of this machine its children reach.
+  struct node_target {
+    std::string name;
+    std::string host;
+    uint16_t port = 0;
+    std::string controller_host;
+  };
+  std::vector<node_target> nodes;
+  // Per lane, the runner proxy its node spawned (actors/node_client.hpp; null for a local lane).
+  std::vector<caf::actor> lane_proxy;
+};
 
 struct process_setup {
   std::shared_ptr<zmq::context_t> zmq;
@@ -26,6 +55,8 @@ struct process_setup {
   // the batches and the acknowledgements alone), and how long its waits spin before they sleep.
   std::shared_ptr<shm_channel> channel;
   std::chrono::nanoseconds spin{std::chrono::microseconds{50}};
+  // With nodes (else null).
+  std::shared_ptr<network_setup> network;
 };
 
 } // namespace ag

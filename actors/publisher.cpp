@@ -4,6 +4,8 @@
 
 #include <caf/all.hpp>
 
+#include "actorgraph/error.hpp"
+#include "actors/process_setup.hpp"
 #include "actors/protocol.hpp"
 #include "ipc/ring_publisher.hpp"
 #include "ipc/trace.hpp"
@@ -27,7 +29,17 @@ struct publisher_state {
   std::shared_ptr<ring_publisher> ring;
   bool retrying = false;
 
-  void publish(caf::event_based_actor* self, wire::msg_type type, wire::bytes body) {
+  // With nodes: their children's socket, which lanes are theirs, each lane's Data-in sequence, and
+  // the store the bytes come from.
+  std::shared_ptr<network_setup> network;
+  std::optional<zmq::socket_t> net;
+  std::vector<uint64_t> data_ids;
+  const std::byte* store_base = nullptr;
+  std::size_t store_size = 0;
+
+  // `msg`: the Execute's batches when they are at hand (else decoded from `body` if needed).
+  void publish(caf::event_based_actor* self, wire::msg_type type, wire::bytes body,
+               const wire::execute_msg* msg = nullptr) {
     if (ring && type != wire::msg_type::hello) {
       if (!ring->publish(type, std::move(body)))
         retry(self);
@@ -37,6 +49,33 @@ struct publisher_state {
     if (trace)
       trace->write(trace::frame_rec{h.id, h.type, body});
     zmqs::send(*sock, h, body);
+    if (net) {
+      if (type == wire::msg_type::execute)
+        send_node_reads(body, msg);
+      zmqs::send(*net, h, body);
+    }
+  }
+
+  // Before an Execute: the store bytes its node lanes' batches read.
+  void send_node_reads(const wire::bytes& body, const wire::execute_msg* msg) {
+    wire::execute_msg decoded;
+    if (msg == nullptr) {
+      wire::decode(body.data(), body.size(), decoded);
+      msg = &decoded;
+    }
+    const auto& lane_node = network->lane_node;
+    for (const auto& b : msg->batches) {
+      if (b.lane >= lane_node.size() || lane_node[b.lane].empty())
+        continue;
+      for (const auto& r : host_reads(b)) {
+        if (r.offset > store_size || r.bytes > store_size - r.offset)
+          throw error("publisher: lane " + std::to_string(b.lane) + " reads store range ["
+                      + std::to_string(r.offset) + ", +" + std::to_string(r.bytes)
+                      + ") beyond the store");
+        zmqs::send_data(*net, wire::msg_type::data_in, b.lane, data_ids[b.lane], r.offset,
+                        reinterpret_cast<const char*>(store_base) + r.offset, r.bytes);
+      }
+    }
   }
 
   // While frames wait for room on the ring, looks again every millisecond.
@@ -53,16 +92,25 @@ struct publisher_state {
 caf::behavior publisher(caf::stateful_actor<publisher_state>* self,
                         std::shared_ptr<zmq::context_t> ctx, const std::string& endpoint,
                         std::shared_ptr<trace::writer> trace,
-                        std::shared_ptr<ring_publisher> ring) {
+                        std::shared_ptr<ring_publisher> ring,
+                        std::shared_ptr<network_setup> network, const std::byte* store_base,
+                        std::size_t store_size) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
   st.trace = std::move(trace);
   st.ring = std::move(ring);
   st.sock = zmqs::publisher(*st.ctx, endpoint);
+  if (network) {
+    st.net.emplace(std::move(*network->pub));
+    st.data_ids.assign(network->lane_node.size(), 1);
+    st.network = std::move(network);
+    st.store_base = store_base;
+    st.store_size = store_size;
+  }
   self->send(self, hello_atom::value);
   return {
     [=](publish_atom, wire::execute_msg& msg) {
-      self->state.publish(self, wire::msg_type::execute, wire::encode(msg));
+      self->state.publish(self, wire::msg_type::execute, wire::encode(msg), &msg);
     },
     [=](publish_atom, const std::vector<char>& body) {
       self->state.publish(self, wire::msg_type::execute, body);
@@ -90,9 +138,11 @@ caf::behavior publisher(caf::stateful_actor<publisher_state>* self,
 
 caf::actor spawn_publisher(caf::actor_system& sys, std::shared_ptr<zmq::context_t> ctx,
                            std::string endpoint, std::shared_ptr<trace::writer> trace,
-                           std::shared_ptr<ring_publisher> ring) {
+                           std::shared_ptr<ring_publisher> ring,
+                           std::shared_ptr<network_setup> network, const std::byte* store_base,
+                           std::size_t store_size) {
   return sys.spawn<caf::detached>(publisher, std::move(ctx), std::move(endpoint), std::move(trace),
-                                  std::move(ring));
+                                  std::move(ring), std::move(network), store_base, store_size);
 }
 
 } // namespace ag

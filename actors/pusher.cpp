@@ -1,9 +1,13 @@
 #include "actors/pusher.hpp"
 
+#include <deque>
+#include <optional>
+
 #include <unistd.h>
 
 #include <caf/all.hpp>
 
+#include "actors/node_child.hpp"
 #include "actors/protocol.hpp"
 #include "ipc/wire.hpp"
 #include "ipc/zmq_sockets.hpp"
@@ -26,6 +30,30 @@ struct pusher_state {
     zmqs::send(*sock, {type, next_id++}, body);
   }
 
+  // A node's child: its store, and per batch still to be acknowledged what it writes there.
+  std::optional<node_child> node;
+  struct writes {
+    uint64_t ops_after = 0;
+    std::vector<uint64_t> ranges; // offset, bytes, offset, bytes, ...
+  };
+  std::deque<writes> pending;
+
+  // Before a Done of `done` operators: the bytes the batches it covers wrote.
+  void send_writes(uint32_t l, uint64_t done) {
+    while (!pending.empty() && pending.front().ops_after <= done) {
+      const auto& r = pending.front().ranges;
+      for (std::size_t i = 0; i + 1 < r.size(); i += 2) {
+        const uint64_t offset = r[i];
+        const uint64_t bytes = r[i + 1];
+        if (offset > node->store_size || bytes > node->store_size - offset)
+          continue; // the stream refused that operator already, naming the range
+        zmqs::send_data(*sock, wire::msg_type::data_out, l, next_id, offset,
+                        reinterpret_cast<const char*>(node->store_base) + offset, bytes);
+      }
+      pending.pop_front();
+    }
+  }
+
   void maybe_ready() {
     if (ready_sent || !stream_ready || !heard_hello)
       return;
@@ -38,10 +66,17 @@ struct pusher_state {
 };
 
 caf::behavior pusher(caf::stateful_actor<pusher_state>* self, std::shared_ptr<zmq::context_t> ctx,
-                     const std::string& endpoint, uint32_t lane, device where) {
+                     const std::string& endpoint, uint32_t lane, device where,
+                     std::optional<node_child> node) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
-  st.sock = zmqs::pusher(*st.ctx, endpoint);
+  if (node) {
+    zmqs::curve_keys keys{node->public_key, node->secret_key, node->server_key};
+    st.sock = zmqs::pusher(*st.ctx, endpoint, &keys);
+    st.node = std::move(node);
+  } else {
+    st.sock = zmqs::pusher(*st.ctx, endpoint);
+  }
   st.lane = lane;
   st.where = where;
   return {
@@ -53,7 +88,12 @@ caf::behavior pusher(caf::stateful_actor<pusher_state>* self, std::shared_ptr<zm
       self->state.heard_hello = true;
       self->state.maybe_ready();
     },
+    [=](publish_atom, uint64_t ops_after, std::vector<uint64_t>& ranges) {
+      self->state.pending.push_back({ops_after, std::move(ranges)});
+    },
     [=](done_atom, uint32_t l, uint64_t done, uint64_t live) {
+      if (self->state.node)
+        self->state.send_writes(l, done);
       wire::done_msg m{l, done, live};
       self->state.push(wire::msg_type::done, wire::encode(m));
     },
@@ -71,8 +111,13 @@ caf::behavior pusher(caf::stateful_actor<pusher_state>* self, std::shared_ptr<zm
 } // namespace
 
 caf::actor spawn_pusher(caf::actor_system& sys, std::shared_ptr<zmq::context_t> ctx,
-                        std::string endpoint, uint32_t lane, device where) {
-  return sys.spawn<caf::detached>(pusher, std::move(ctx), std::move(endpoint), lane, where);
+                        std::string endpoint, uint32_t lane, device where,
+                        const node_child* node) {
+  std::optional<node_child> n;
+  if (node)
+    n = *node;
+  return sys.spawn<caf::detached>(pusher, std::move(ctx), std::move(endpoint), lane, where,
+                                  std::move(n));
 }
 
 } // namespace ag

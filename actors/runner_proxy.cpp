@@ -25,7 +25,11 @@ struct proxy_state {
   sub_process child;
 
   std::string who() const {
-    return setup.args.where.str() + " child (ag-runner, pid " + std::to_string(child.pid()) + ")";
+    return device_name() + " child (ag-runner, pid " + std::to_string(child.pid()) + ")";
+  }
+
+  std::string device_name() const {
+    return setup.name.empty() ? setup.args.where.str() : setup.name;
   }
 
   // The child's own account of a failed start, when it left one.
@@ -90,7 +94,7 @@ runner_proxy_actor::behavior_type running(proxy_self self) {
 runner_proxy_actor::behavior_type runner_proxy(proxy_self self, proxy_setup setup) {
   auto& st = self->state;
   st.setup = std::move(setup);
-  const auto dev = st.setup.args.where.str();
+  const auto dev = st.device_name();
   try {
     st.sync = sub_process_sync::create(st.setup.segment_name, wire::encode(st.setup.args));
     std::vector<std::string> argv{"--remote-runner", "--shm-name=" + st.setup.segment_name};

@@ -26,6 +26,7 @@ struct proxy_setup {
   std::string segment_name; // its SubProcessSync segment
   wire::startup_args args;
   std::vector<std::string> extra_args; // after --remote-runner --shm-name=: the shared-memory path
+  std::string name; // how its errors name the device ("n1/cuda:0"); empty: args.where
   std::chrono::milliseconds start_timeout{60000}; // for the started handshake
   std::chrono::milliseconds stop_timeout{60000};  // for the child's exit at shutdown
 };

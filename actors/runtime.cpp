@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <type_traits>
 
@@ -16,6 +17,8 @@
 #include "actorgraph/error.hpp"
 #include "actors/board_waits.hpp"
 #include "actors/executor.hpp"
+#include "actors/node_client.hpp"
+#include "actors/node_protocol.hpp"
 #include "actors/flow_control.hpp"
 #include "actors/store_fence.hpp"
 #include "actors/process_env.hpp"
@@ -24,6 +27,7 @@
 #include "graph/deadline.hpp"
 #include "graph/runtime_core.hpp"
 #include "ipc/completion_board.hpp"
+#include "ipc/identity.hpp"
 #include "ipc/shm_channel.hpp"
 #include "ipc/tensor_store.hpp"
 #include "ipc/timeline.hpp"
@@ -53,7 +57,7 @@ std::vector<device> resolve_devices(const std::vector<device>& wanted) {
       continue;
     if (d.index < 0)
       throw error("device " + d.str() + ": negative index");
-    if (d.type == device::kind::cuda && d.index >= gpus)
+    if (d.local() && d.type == device::kind::cuda && d.index >= gpus)
       throw error("device " + d.str() + ": only " + std::to_string(gpus)
                   + " CUDA device(s) visible to this process");
     if (std::find(out.begin(), out.end(), d) != out.end())
@@ -61,6 +65,28 @@ std::vector<device> resolve_devices(const std::vector<device>& wanted) {
     out.push_back(d);
   }
   return out;
+}
+
+// With nodes: checks the options that go with them, and that every device on a node names one.
+void check_nodes(const graph_option& opt, const std::vector<device>& devices) {
+  std::set<std::string> names;
+  for (const auto& n : opt.nodes) {
+    check_node_name(n.name, "graph_option::nodes");
+    if (!names.insert(n.name).second)
+      throw error("graph_option::nodes names node " + n.name + " twice");
+    (void)parse_tcp_endpoint(n.endpoint, "node " + n.name + ": endpoint");
+    if (n.public_key_file.empty())
+      throw error("node " + n.name + ": no public_key_file (its ag-keygen .public file)");
+  }
+  for (const auto& d : devices)
+    if (!d.local() && !names.count(d.node_name()))
+      throw error("device " + d.str() + ": node " + d.node_name()
+                  + " is not in graph_option::nodes");
+  if (!opt.per_device_per_process)
+    throw error("devices on nodes need process mode (graph_option::per_device_per_process)");
+  if (opt.key_file.empty())
+    throw error("graph_option::nodes needs graph_option::key_file, this controller's identity "
+                "(ag-keygen)");
 }
 
 // CAF keeps a reference to the actor system's logger in a thread-local of every thread that
@@ -97,7 +123,8 @@ public:
   controller(caf::actor_system* borrowed, graph_option opt) : opt_(std::move(opt)) {
     for (auto [name, d] : {std::pair{"wait_timeout", &opt_.wait_timeout},
                            std::pair{"start_timeout", &opt_.start_timeout},
-                           std::pair{"progress_timeout", &opt_.progress_timeout}}) {
+                           std::pair{"progress_timeout", &opt_.progress_timeout},
+                           std::pair{"node_timeout", &opt_.node_timeout}}) {
       if (d->count() <= 0)
         throw error(std::string{"graph_option::"} + name
                     + " must be positive (milliseconds::max() means no deadline)");
@@ -105,7 +132,13 @@ public:
     }
     if (opt_.spin_wait.count() < 0)
       throw error("graph_option::spin_wait must not be negative");
-    const bool shm = opt_.transport == transport::shared_memory;
+    const bool with_nodes =
+      !opt_.nodes.empty()
+      || std::any_of(opt_.devices.begin(), opt_.devices.end(), [](auto& d) { return !d.local(); });
+    if (with_nodes)
+      check_nodes(opt_, opt_.devices);
+    // Children on nodes read their batches from the sockets, and so, for now, do local ones.
+    const bool shm = opt_.transport == transport::shared_memory && !with_nodes;
     if (opt_.transport != transport::shared_memory && opt_.transport != transport::sockets)
       throw error("graph_option::transport " + std::to_string(static_cast<int>(opt_.transport))
                   + " is neither shared_memory nor sockets");
@@ -126,6 +159,8 @@ public:
     if (opt_.per_device_per_process) {
       env_.emplace(opt_.store_bytes, devices_.size(), opt_.runner_path, shm ? opt_.ring_bytes : 0,
                    opt_.spin_wait);
+      if (with_nodes)
+        open_nodes();
       setup.process = env_->setup();
       if (shm)
         board_ = &env_->setup().channel->board();
@@ -164,10 +199,34 @@ public:
       cfg_.emplace();
       cfg_->set("scheduler.max-threads", 2);
       cfg_->set("logger.console", caf::atom("none"));
+      if (with_nodes)
+        configure_node_network(*cfg_, *identity_, env_->file("trusted.pem"), opt_.node_timeout);
       owned_.emplace(*cfg_);
       sys_ = &*owned_;
     } else {
+      if (with_nodes)
+        throw error("graph_option::nodes: a runtime on a borrowed actor system cannot reach nodes "
+                    "yet (its system would need this controller's TLS identity); let the runtime "
+                    "own its system");
       sys_ = borrowed;
+    }
+    if (with_nodes) {
+      // Who the nodes serve: this runtime, for as long as it lives (or its process does).
+      presence_ = sys_->spawn([] { return caf::behavior{[](stats_atom) {}}; });
+      try {
+        auto lanes = devices_;
+        lanes.insert(lanes.begin(), device::cpu());
+        auto& net = *env_->setup().network;
+        net.lane_proxy.assign(lanes.size(), caf::actor{});
+        for (auto& [lane, proxy] :
+             start_node_lanes(*sys_, presence_, net, lanes, store().size(), opt_.start_timeout,
+                              stop_timeout(opt_.wait_timeout)))
+          net.lane_proxy[lane] = caf::actor_cast<caf::actor>(proxy);
+      } catch (...) {
+        caf::anon_send_exit(presence_, caf::exit_reason::user_shutdown);
+        forget_thread_logger();
+        throw;
+      }
     }
     executor_ = spawn_executor(*sys_, std::move(setup));
     forget_thread_logger();
@@ -200,6 +259,8 @@ public:
       std::cerr << "actorgraph: " << e.what() << '\n';
     }
     caf::anon_send_exit(executor_, caf::exit_reason::user_shutdown);
+    if (presence_) // the nodes end whatever they still run for this runtime
+      caf::anon_send_exit(presence_, caf::exit_reason::user_shutdown);
     finish_records();
     if (!stopped) {
       // A runner may still touch the store: keep it mapped rather than risk a crash.
@@ -303,6 +364,29 @@ public:
   const graph_option& option() const noexcept { return opt_; }
 
 private:
+  // With nodes: this controller's identity, the nodes' public halves (their certificates for TLS,
+  // their CURVE keys for the data plane), and where each node's children reach this machine.
+  void open_nodes() {
+    identity_ = load_identity(opt_.key_file);
+    std::map<std::string, std::string> allowed;
+    std::vector<std::string> files;
+    std::vector<network_setup::node_target> targets;
+    for (const auto& n : opt_.nodes) {
+      const auto pub = load_public(n.public_key_file);
+      if (!allowed.emplace(pub.curve_public, n.name).second)
+        throw error("node " + n.name + ": its public key is another node's too");
+      files.push_back(n.public_key_file);
+      const auto [host, port] = parse_tcp_endpoint(n.endpoint, "node " + n.name + ": endpoint");
+      targets.push_back({n.name, host, port, local_address_towards(host, port)});
+    }
+    write_trust_file(env_->file("trusted.pem"), files);
+    std::vector<std::string> lane_node(devices_.size() + 1);
+    for (std::size_t i = 0; i < devices_.size(); ++i)
+      lane_node[device_lane(i)] = devices_[i].node_name();
+    env_->open_network(identity_->pub.curve_public, identity_->curve_secret, allowed,
+                       std::move(lane_node), std::move(targets));
+  }
+
   // The host store: shared with the children in process mode, this process's memory otherwise.
   tensor_store& store() noexcept { return env_ ? env_->store() : store_; }
 
@@ -317,6 +401,8 @@ private:
     if (opt_.per_device_per_process)
       for (std::size_t i = 0; i < devices_.size(); ++i) {
         const auto& dev = devices_[i];
+        if (!dev.local()) // a node's children keep their timelines there (not merged yet)
+          continue;
         try { // a part that cannot be merged costs its own events, not the timeline
           if (!timeline_->merge_part(timeline_part(env_->setup(), device_lane(i))))
             std::cerr << "actorgraph: timeline: " << dev.str()
@@ -395,11 +481,13 @@ private:
   completion_board* board_ = nullptr;        // the shared-memory path: where waits are answered
   std::optional<board_waits> board_waits_;   // and how
   std::optional<process_env> env_; // process mode: directory, shared store, clean-up
+  std::optional<identity> identity_; // with nodes
   tensor_store store_;              // thread mode
   std::optional<caf::actor_system_config> cfg_;
   std::optional<caf::actor_system> owned_;
   caf::actor_system* sys_ = nullptr;
   executor_actor executor_; // set once, before any other thread can see this runtime
+  caf::actor presence_;      // with nodes: who they serve
   std::shared_ptr<flow_control> flow_;
   std::size_t store_size_ = 0;
   std::atomic<bool> stopped_{false};

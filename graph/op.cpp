@@ -34,4 +34,23 @@ std::string describe(const op_desc& op) {
   }
 }
 
+namespace {
+
+std::vector<store_range> copies(const batch& b, bool reads) {
+  std::vector<store_range> out;
+  for (const auto& op : b.ops) {
+    if (op.kind != op_kind::copy)
+      continue;
+    const operand_ref& host = reads ? op.a : op.out;
+    if (host.on_host())
+      out.push_back({host.offset, op.count * sizeof(float)});
+  }
+  return out;
+}
+
+} // namespace
+
+std::vector<store_range> host_reads(const batch& b) { return copies(b, true); }
+std::vector<store_range> host_writes(const batch& b) { return copies(b, false); }
+
 } // namespace ag

@@ -138,4 +138,17 @@ typename Inspector::result_type inspect(Inspector& f, batch& x) {
   return f(caf::meta::type_name("batch"), x.lane, x.ops_before, x.ops, x.no_hold);
 }
 
+// A range of the host tensor store, in bytes.
+struct store_range {
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
+// The store ranges a device lane's batch reads (copies from the host), in operator order: what a
+// node's child must be sent before it runs the batch, since its store is its node's own.
+std::vector<store_range> host_reads(const batch& b);
+// The store ranges it writes (copies to the host): what a node's child sends back before it
+// acknowledges the batch.
+std::vector<store_range> host_writes(const batch& b);
+
 } // namespace ag

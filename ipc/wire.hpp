@@ -78,12 +78,18 @@ struct startup_args {
   uint64_t store_bytes = 0;
   int32_t parent_pid = 0;
   std::string timeline_part; // where the child writes its timeline events at exit; empty: none
+  // A node's child: it reaches its controller over TCP with CURVE, as its node (these keys, Z85),
+  // and trades store bytes with it (Data-in, Data-out). Empty: a local child.
+  std::string curve_server_key; // the controller's public key
+  std::string curve_public;
+  std::string curve_secret;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, startup_args& x) {
   return f(caf::meta::type_name("startup_args"), x.version, x.pub_endpoint, x.pull_endpoint,
-           x.where, x.lane, x.store_name, x.store_bytes, x.parent_pid, x.timeline_part);
+           x.where, x.lane, x.store_name, x.store_bytes, x.parent_pid, x.timeline_part,
+           x.curve_server_key, x.curve_public, x.curve_secret);
 }
 
 struct execute_msg {

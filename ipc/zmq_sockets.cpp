@@ -1,5 +1,8 @@
 #include "ipc/zmq_sockets.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 #include "actorgraph/error.hpp"
 
 namespace ag::zmqs {
@@ -17,37 +20,101 @@ void receiving(zmq::socket_t& s) {
   s.set(zmq::sockopt::maxmsgsize, wire::max_frame_bytes);
 }
 
+// Before bind or connect: the options apply to the endpoints made after them.
+void secure(zmq::socket_t& s, const curve_keys* curve) {
+  if (curve == nullptr)
+    return;
+  s.set(zmq::sockopt::curve_secretkey, curve->secret_key);
+  s.set(zmq::sockopt::curve_publickey, curve->public_key);
+  if (curve->server_key.empty()) {
+    s.set(zmq::sockopt::curve_server, true);
+    s.set(zmq::sockopt::zap_domain, zap_domain);
+  } else {
+    s.set(zmq::sockopt::curve_serverkey, curve->server_key);
+  }
+  s.set(zmq::sockopt::tcp_keepalive, 1);
+}
+
 } // namespace
 
-zmq::socket_t publisher(zmq::context_t& ctx, const std::string& endpoint) {
+zmq::socket_t publisher(zmq::context_t& ctx, const std::string& endpoint,
+                        const curve_keys* curve) {
   auto s = make(ctx, zmq::socket_type::pub, 0);
   s.set(zmq::sockopt::sndhwm, 0);
+  secure(s, curve);
   s.bind(endpoint);
   return s;
 }
 
-zmq::socket_t puller(zmq::context_t& ctx, const std::string& endpoint) {
+zmq::socket_t puller(zmq::context_t& ctx, const std::string& endpoint, const curve_keys* curve) {
   auto s = make(ctx, zmq::socket_type::pull, 0);
   receiving(s);
+  secure(s, curve);
   s.bind(endpoint);
   return s;
 }
 
-zmq::socket_t subscriber(zmq::context_t& ctx, const std::string& endpoint) {
+zmq::socket_t subscriber(zmq::context_t& ctx, const std::string& endpoint,
+                         const curve_keys* curve, const std::vector<std::string>& prefixes) {
   auto s = make(ctx, zmq::socket_type::sub, 0);
   receiving(s);
-  s.set(zmq::sockopt::subscribe, "");
+  for (const auto& p : prefixes)
+    s.set(zmq::sockopt::subscribe, p);
+  secure(s, curve);
   s.connect(endpoint);
   return s;
 }
 
-zmq::socket_t pusher(zmq::context_t& ctx, const std::string& endpoint) {
+zmq::socket_t pusher(zmq::context_t& ctx, const std::string& endpoint, const curve_keys* curve) {
   // A child's last acknowledgements must still leave after it closed the socket on exit; bounded,
   // so a controller that is gone cannot hold the child.
   auto s = make(ctx, zmq::socket_type::push, 1000);
   s.set(zmq::sockopt::sndhwm, 0);
+  secure(s, curve);
   s.connect(endpoint);
   return s;
+}
+
+uint16_t bound_port(zmq::socket_t& sock) {
+  const std::string at = sock.get(zmq::sockopt::last_endpoint);
+  const auto colon = at.rfind(':');
+  if (colon == std::string::npos)
+    throw error("socket bound at " + at + ": no port");
+  return static_cast<uint16_t>(std::stoul(at.substr(colon + 1)));
+}
+
+std::vector<zmq::socket_t*> wait_any(const std::vector<zmq::socket_t*>& socks) {
+  std::vector<zmq::pollitem_t> items;
+  for (auto* s : socks)
+    items.push_back({s->handle(), 0, ZMQ_POLLIN, 0});
+  std::vector<zmq::socket_t*> ready;
+  if (zmq::poll(items.data(), items.size(), drain_wait) == 0)
+    return ready;
+  for (std::size_t i = 0; i < items.size(); ++i)
+    if (items[i].revents & ZMQ_POLLIN)
+      ready.push_back(socks[i]);
+  return ready;
+}
+
+std::string received::user() const {
+  const char* u = zmq_msg_gets(body.handle(), "User-Id");
+  return u ? u : "";
+}
+
+void send_data(zmq::socket_t& sock, wire::msg_type type, uint32_t lane, uint64_t& next_id,
+               uint64_t offset, const char* data, std::size_t size) {
+  std::size_t at = 0;
+  do { // an empty range still sends one frame: nothing waits for bytes that never come
+    const std::size_t n = std::min(wire::max_data_piece, size - at);
+    const auto head = wire::encode_header({type, next_id++, lane});
+    zmq::message_t body(wire::data_offset_bytes + n);
+    wire::encode_data_offset(body.data(), offset + at);
+    if (n > 0)
+      std::memcpy(static_cast<char*>(body.data()) + wire::data_offset_bytes, data + at, n);
+    sock.send(zmq::buffer(head), zmq::send_flags::sndmore);
+    sock.send(body, zmq::send_flags::none);
+    at += n;
+  } while (at < size);
 }
 
 void send(zmq::socket_t& sock, const wire::header& h, const wire::bytes& body) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <zmq.hpp>
 
@@ -15,21 +16,50 @@
 
 namespace ag::zmqs {
 
+// CURVE on a socket over TCP (a node's children and their controller): encrypted, and each side
+// proves it holds its secret key. A server (the controller's sockets, which bind) lets in the
+// clients its ZAP handler allows (ipc/zap_handler.hpp), which must be running before it binds. A
+// client (a node's child, which connects) names the server's public key. Keys in Z85.
+struct curve_keys {
+  std::string public_key;
+  std::string secret_key;
+  std::string server_key; // a client's: the server's public key; empty: this side is the server
+};
+
+// The ZAP domain of the controller's CURVE sockets.
+constexpr const char* zap_domain = "actorgraph";
+
 // Controller: PUB bound at `endpoint`, no send-queue limit (sndhwm = 0: a slow child holds memory,
 // never loses a message).
-zmq::socket_t publisher(zmq::context_t& ctx, const std::string& endpoint);
+zmq::socket_t publisher(zmq::context_t& ctx, const std::string& endpoint,
+                        const curve_keys* curve = nullptr);
 // Controller: PULL bound at `endpoint`.
-zmq::socket_t puller(zmq::context_t& ctx, const std::string& endpoint);
-// Child: SUB connected to `endpoint`, subscribed to everything.
-zmq::socket_t subscriber(zmq::context_t& ctx, const std::string& endpoint);
+zmq::socket_t puller(zmq::context_t& ctx, const std::string& endpoint,
+                     const curve_keys* curve = nullptr);
+// Child: SUB connected to `endpoint`, subscribed to the messages whose header frames begin with
+// one of `prefixes` (by default everything).
+zmq::socket_t subscriber(zmq::context_t& ctx, const std::string& endpoint,
+                         const curve_keys* curve = nullptr,
+                         const std::vector<std::string>& prefixes = {std::string{}});
 // Child: PUSH connected to `endpoint`.
-zmq::socket_t pusher(zmq::context_t& ctx, const std::string& endpoint);
+zmq::socket_t pusher(zmq::context_t& ctx, const std::string& endpoint,
+                     const curve_keys* curve = nullptr);
+
+// The TCP port a socket bound to "tcp://HOST:0" was given.
+uint16_t bound_port(zmq::socket_t& sock);
 
 void send(zmq::socket_t& sock, const wire::header& h, const wire::bytes& body);
+
+// Sends bytes [data, data + size) of the store at `offset` as Data-in or Data-out frames of `lane`,
+// wire::max_data_piece at a time; `next_id` numbers them (Data-in: the lane's own sequence).
+void send_data(zmq::socket_t& sock, wire::msg_type type, uint32_t lane, uint64_t& next_id,
+               uint64_t offset, const char* data, std::size_t size);
 
 struct received {
   wire::header head;
   zmq::message_t body;
+  // Who sent it, as the ZAP handler named it (CURVE sockets only; empty otherwise).
+  std::string user() const;
 };
 
 // Waits up to `timeout` for one message. Nothing arrived: empty. A message that is not a header
@@ -48,8 +78,9 @@ constexpr int drain_limit = 1024;
 // receive or from `handle` goes to `on_error` (inside the catch, so that `throw;` rethrows it),
 // and the drain goes on with the next message.
 template <class Handle, class OnError>
-void drain(zmq::socket_t& sock, Handle&& handle, OnError&& on_error) {
-  auto timeout = drain_wait;
+void drain(zmq::socket_t& sock, Handle&& handle, OnError&& on_error,
+           std::chrono::milliseconds first_wait = drain_wait) {
+  auto timeout = first_wait;
   for (int i = 0; i < drain_limit; ++i) {
     try {
       auto r = receive(sock, timeout);
@@ -65,8 +96,12 @@ void drain(zmq::socket_t& sock, Handle&& handle, OnError&& on_error) {
 
 // The same, except that the first exception ends the drain and propagates.
 template <class Handle>
-void drain(zmq::socket_t& sock, Handle&& handle) {
-  drain(sock, std::forward<Handle>(handle), [](const std::exception&) { throw; });
+void drain(zmq::socket_t& sock, Handle&& handle,
+           std::chrono::milliseconds first_wait = drain_wait) {
+  drain(sock, std::forward<Handle>(handle), [](const std::exception&) { throw; }, first_wait);
 }
+
+// Waits up to drain_wait until one of `socks` has a message: the sockets that have one.
+std::vector<zmq::socket_t*> wait_any(const std::vector<zmq::socket_t*>& socks);
 
 } // namespace ag::zmqs

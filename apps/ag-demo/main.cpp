@@ -41,6 +41,8 @@ public:
   int64_t size = 4096;
   std::string record_trace;
   std::string timeline;
+  std::string key;
+  std::string nodes;
 
   demo_config() : ag::app::config("ag-demo", true) {
     opt_group{custom_options_, "global"}
@@ -48,9 +50,32 @@ public:
       .add(mode, "mode,m", "thread (a stream actor per device) or process (a child per device); default: both")
       .add(size, "size,s", "elements of the vectors added on each device (1 to 16777216)")
       .add(record_trace, "record-trace", "record every message to the runners into FILE (ag-replay FILE)")
-      .add(timeline, "timeline", "write a Chrome trace-event timeline (open it in ui.perfetto.dev)");
+      .add(timeline, "timeline", "write a Chrome trace-event timeline (open it in ui.perfetto.dev)")
+      .add(key, "key", "with --nodes: this controller's identity (ag-keygen's NAME.secret)")
+      .add(nodes, "nodes", "machines running ag-node, NAME=tcp://HOST:PORT=NAME.public, comma-separated; "
+                           "their devices are NAME/cuda:N, NAME/sim:N (process mode)");
   }
 };
+
+// "n1=tcp://10.0.0.2:7100=keys/n1.public,n2=..." -> the nodes.
+std::vector<ag::node> parse_nodes(const std::string& text) {
+  std::vector<ag::node> out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const auto comma = text.find(',', at);
+    const std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    const auto first = item.find('=');
+    const auto last = item.rfind('=');
+    if (first == std::string::npos || first == last)
+      throw ag::error("--nodes: \"" + item + "\" is not NAME=tcp://HOST:PORT=PUBLIC_FILE");
+    out.push_back({item.substr(0, first), item.substr(first + 1, last - first - 1),
+                   item.substr(last + 1)});
+    if (comma == std::string::npos)
+      break;
+    at = comma + 1;
+  }
+  return out;
+}
 
 using clock_type = std::chrono::steady_clock;
 
@@ -135,7 +160,12 @@ mode_result run(caf::actor_system& sys, const demo_config& cfg,
   const auto t_start = clock_type::now();
   std::optional<ag::runtime> started;
   try {
-    started.emplace(sys, opt);
+    opt.nodes = parse_nodes(cfg.nodes);
+    opt.key_file = cfg.key;
+    if (opt.nodes.empty())
+      started.emplace(sys, opt);
+    else // a runtime that reaches nodes owns its actor system, which carries its TLS identity
+      started.emplace(opt);
   } catch (const std::exception& e) {
     throw cannot_start(mode + " mode: " + e.what());
   }

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <signal.h>
@@ -27,6 +28,7 @@
 
 #include "actorgraph/error.hpp"
 #include "apps/app_config.hpp"
+#include "actors/node_child.hpp"
 #include "actors/protocol.hpp"
 #include "actors/pusher.hpp"
 #include "actors/ring_reader.hpp"
@@ -91,7 +93,13 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
     caf::actor_system sys{cfg};
     auto ctx = std::make_shared<zmq::context_t>(1);
     caf::scoped_actor self{sys};
-    auto pusher = ag::spawn_pusher(sys, ctx, args.pull_endpoint, args.lane, args.where);
+    // A node's child reaches its controller over TCP with CURVE and trades store bytes with it.
+    std::optional<ag::node_child> node;
+    if (!args.curve_server_key.empty())
+      node = ag::node_child{args.curve_server_key, args.curve_public, args.curve_secret,
+                            store.base(), store.size()};
+    auto pusher = ag::spawn_pusher(sys, ctx, args.pull_endpoint, args.lane, args.where,
+                                   node ? &*node : nullptr);
     const bool pin = args.where.type == ag::device::kind::cuda;
     caf::actor stream;
     if (channel) { // the ring reader runs the batches; the socket carries the Hellos
@@ -110,7 +118,8 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
     self->monitor(stream);
     auto subscriber = ag::spawn_subscriber(sys, ctx, args.pub_endpoint, args.lane,
                                            channel ? caf::actor{} : stream, pusher,
-                                           caf::actor_cast<caf::actor>(self));
+                                           caf::actor_cast<caf::actor>(self),
+                                           node ? &*node : nullptr);
     sync.notify_started();
     bool running = true;
     while (running) {

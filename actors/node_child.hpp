@@ -1,0 +1,19 @@
+// node_child: what a child on a node has that a local child has not: the CURVE keys with which it
+// reaches its controller over TCP, and its store (its node's own), of which it takes the bytes its
+// batches read (Data-in) and sends back the bytes they wrote (Data-out).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace ag {
+
+struct node_child {
+  std::string server_key; // the controller's public key (Z85)
+  std::string public_key; // the node's
+  std::string secret_key;
+  std::byte* store_base = nullptr;
+  std::size_t store_size = 0;
+};
+
+} // namespace ag

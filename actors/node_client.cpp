@@ -1,0 +1,120 @@
+#include "actors/node_client.hpp"
+
+#include <cstring>
+#include <optional>
+#include <set>
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <caf/all.hpp>
+#include <caf/io/middleman_actor.hpp>
+#include <caf/openssl/manager.hpp>
+
+#include "actorgraph/error.hpp"
+#include "actors/node_protocol.hpp"
+#include "graph/deadline.hpp"
+
+namespace ag {
+
+namespace {
+
+caf::duration timeout_of(std::chrono::milliseconds t) {
+  return no_deadline(t) ? caf::infinite : caf::duration{t};
+}
+
+// The node's actor, through TLS, by `timeout`.
+node_actor connect(caf::actor_system& sys, const network_setup::node_target& n,
+                   std::chrono::milliseconds timeout) {
+  const std::string who = "node " + n.name + " (tcp://" + n.host + ":" + std::to_string(n.port) + ")";
+  caf::scoped_actor self{sys};
+  caf::strong_actor_ptr found;
+  std::optional<std::string> why;
+  self->request(sys.openssl_manager().actor_handle(), timeout_of(timeout), caf::connect_atom::value,
+                n.host, n.port)
+    .receive(
+      [&](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
+        found = std::move(ptr);
+      },
+      [&](caf::error& err) { why = describe(err, who + ": connecting"); });
+  if (why)
+    throw error(*why + " (is its ag-node running, and does it allow this controller's key?)");
+  if (!found)
+    throw error(who + ": no actor is published there");
+  return caf::actor_cast<node_actor>(found);
+}
+
+} // namespace
+
+std::map<uint32_t, runner_proxy_actor>
+start_node_lanes(caf::actor_system& sys, const caf::actor& owner, const network_setup& net,
+                 const std::vector<device>& devices, uint64_t store_bytes,
+                 std::chrono::milliseconds start_timeout, std::chrono::milliseconds stop_timeout) {
+  std::map<uint32_t, runner_proxy_actor> out;
+  for (const auto& n : net.nodes) {
+    node_request req;
+    req.owner = owner;
+    req.controller_host = n.controller_host;
+    req.pub_port = net.pub_port;
+    req.pull_port = net.pull_port;
+    req.controller_key = net.curve_public;
+    req.store_bytes = store_bytes;
+    req.start_timeout_ms = no_deadline(start_timeout) ? INT64_MAX : start_timeout.count();
+    req.stop_timeout_ms = no_deadline(stop_timeout) ? INT64_MAX : stop_timeout.count();
+    for (uint32_t lane = 0; lane < devices.size(); ++lane)
+      if (!devices[lane].local() && devices[lane].node_name() == n.name) {
+        req.lanes.push_back(lane);
+        req.devices.push_back(devices[lane].on_its_node());
+      }
+    if (req.lanes.empty())
+      continue;
+    auto node = connect(sys, n, start_timeout);
+    caf::scoped_actor self{sys};
+    std::optional<std::string> why;
+    std::vector<caf::actor> proxies;
+    self->request(node, timeout_of(start_timeout), node_start_atom::value, std::move(req))
+      .receive([&](std::vector<caf::actor>& xs) { proxies = std::move(xs); },
+               [&](caf::error& err) { why = describe(err, "node " + n.name + ": start"); });
+    if (why)
+      throw error(*why);
+    std::size_t i = 0;
+    for (uint32_t lane = 0; lane < devices.size(); ++lane)
+      if (!devices[lane].local() && devices[lane].node_name() == n.name) {
+        if (i >= proxies.size() || !proxies[i])
+          throw error("node " + n.name + " answered " + std::to_string(proxies.size())
+                      + " children for more lanes");
+        out[lane] = caf::actor_cast<runner_proxy_actor>(proxies[i++]);
+      }
+  }
+  return out;
+}
+
+std::string local_address_towards(const std::string& host, uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0)
+    throw error("node host " + host + ": " + ::gai_strerror(rc));
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  std::string out;
+  if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
+    sockaddr_in me{};
+    socklen_t len = sizeof me;
+    char text[INET_ADDRSTRLEN] = {0};
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len) == 0
+        && ::inet_ntop(AF_INET, &me.sin_addr, text, sizeof text) != nullptr)
+      out = text;
+  }
+  const int err = errno;
+  if (fd >= 0)
+    ::close(fd);
+  ::freeaddrinfo(found);
+  if (out.empty())
+    throw error("node host " + host + ": no route from this machine (" + std::strerror(err) + ")");
+  return out;
+}
+
+} // namespace ag

@@ -1,0 +1,173 @@
+#include "actors/node_server.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include <caf/all.hpp>
+
+#include "actorgraph/error.hpp"
+#include "actors/process_env.hpp"
+#include "actors/protocol.hpp"
+#include "actors/runner_proxy.hpp"
+#include "cuda/kernel_stream.hpp"
+#include "graph/deadline.hpp"
+
+namespace ag {
+
+namespace {
+
+struct session {
+  caf::actor_addr owner;
+  std::unique_ptr<process_env> env; // its store and directory, removed once every child is gone
+  std::vector<runner_proxy_actor> proxies;
+  std::vector<caf::actor_addr> live; // proxies not down yet
+  std::chrono::steady_clock::time_point since;
+};
+
+struct node_state {
+  node_server_setup setup;
+  std::optional<session> current;
+  bool quitting = false;
+
+  static inline const char* name = "ag.node_server";
+};
+
+using node_self = node_actor::stateful_pointer<node_state>;
+
+// Ends every child of the session: in order (each told to exit, killed at its stop deadline), or
+// at once, for a controller that is gone and waits for nothing.
+void stop_session(node_self self, bool orderly) {
+  for (const auto& p : self->state.current->proxies) {
+    if (orderly)
+      self->send(p, shutdown_atom::value);
+    else
+      self->send(p, kill_atom::value);
+  }
+}
+
+void log(node_self self, const std::string& line) {
+  if (self->state.setup.log)
+    self->state.setup.log(line);
+}
+
+void maybe_end_session(node_self self) {
+  auto& st = self->state;
+  if (!st.current || !st.current->live.empty())
+    return;
+  log(self, "every child of the controller stopped; ready for the next one");
+  if (auto owner = caf::actor_cast<caf::actor>(st.current->owner))
+    self->demonitor(owner);
+  st.current.reset(); // the store and the directory go with it
+  if (st.quitting)
+    self->quit();
+}
+
+caf::result<std::vector<caf::actor>> start(node_self self, node_request& req);
+
+caf::result<std::vector<caf::actor>> answer(node_self self, node_request& req) {
+  auto res = start(self, req);
+  if (res.flag == caf::rt_error)
+    log(self, "refused a controller: " + describe(res.err, "start"));
+  else
+    log(self, "serving a controller at " + req.controller_host + ": "
+                + std::to_string(req.lanes.size()) + " device(s)");
+  return res;
+}
+
+caf::result<std::vector<caf::actor>> start(node_self self, node_request& req) {
+  auto& st = self->state;
+  const std::string& me = st.setup.name;
+  if (st.current) {
+    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(
+                        std::chrono::steady_clock::now() - st.current->since)
+                        .count();
+    return make_error(errc::device_failed, "node " + me + " serves another controller (for "
+                                             + std::to_string(secs) + " s); one at a time");
+  }
+  if (st.quitting)
+    return make_error(errc::device_failed, "node " + me + " is stopping");
+  if (!st.setup.controller_keys.count(req.controller_key))
+    return make_error(errc::device_failed, "node " + me + " does not allow the CURVE key "
+                                             + req.controller_key + " of this controller");
+  if (!req.owner)
+    return make_error(errc::bad_request, "node " + me + ": the request names no controller");
+  if (req.lanes.empty() || req.lanes.size() != req.devices.size())
+    return make_error(errc::bad_request, "node " + me + ": a request of "
+                                           + std::to_string(req.lanes.size()) + " lanes and "
+                                           + std::to_string(req.devices.size()) + " devices");
+  const int gpus = cuda_device_count();
+  for (const auto& d : req.devices) {
+    if (d.is_cpu() || !d.local() || d.index < 0
+        || (d.type == device::kind::cuda && d.index >= gpus))
+      return make_error(errc::device_failed,
+                        "node " + me + " has no device " + d.str() + " ("
+                          + std::to_string(gpus) + " CUDA device(s) visible there)");
+  }
+  session s;
+  s.owner = req.owner.address();
+  s.since = std::chrono::steady_clock::now();
+  try {
+    const uint32_t lanes = *std::max_element(req.lanes.begin(), req.lanes.end());
+    s.env = std::make_unique<process_env>(req.store_bytes, lanes, st.setup.runner_path);
+  } catch (const std::exception& e) {
+    return make_error(errc::device_failed, "node " + me + ": " + e.what());
+  }
+  const std::string host = req.controller_host;
+  const auto start_timeout = std::chrono::milliseconds{req.start_timeout_ms};
+  const auto stop_timeout = std::chrono::milliseconds{req.stop_timeout_ms};
+  std::vector<caf::actor> reply;
+  for (std::size_t i = 0; i < req.lanes.size(); ++i) {
+    auto ps = make_proxy_setup(s.env->setup(), req.lanes[i], req.devices[i], req.store_bytes,
+                               start_timeout, stop_timeout);
+    ps.args.pub_endpoint = "tcp://" + host + ":" + std::to_string(req.pub_port);
+    ps.args.pull_endpoint = "tcp://" + host + ":" + std::to_string(req.pull_port);
+    ps.args.curve_server_key = req.controller_key;
+    ps.args.curve_public = st.setup.curve_public;
+    ps.args.curve_secret = st.setup.curve_secret;
+    ps.name = me + "/" + req.devices[i].str();
+    auto proxy = spawn_runner_proxy(self->home_system(), std::move(ps));
+    self->monitor(proxy);
+    s.live.push_back(proxy.address());
+    s.proxies.push_back(proxy);
+    reply.push_back(caf::actor_cast<caf::actor>(proxy));
+  }
+  self->monitor(req.owner);
+  st.current = std::move(s);
+  return reply;
+}
+
+node_actor::behavior_type node_server(node_self self, node_server_setup setup) {
+  self->state.setup = std::move(setup);
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& st = self->state;
+    if (!st.current)
+      return;
+    auto& s = *st.current;
+    if (dm.source == s.owner) { // the controller is gone: so are its children
+      log(self, "lost its controller (" + (dm.reason ? describe(dm.reason, "controller") : "down")
+                  + "): stopping its children");
+      stop_session(self, false);
+      return;
+    }
+    s.live.erase(std::remove(s.live.begin(), s.live.end(), dm.source), s.live.end());
+    maybe_end_session(self);
+  });
+  self->set_exit_handler([self](caf::exit_msg&) {
+    auto& st = self->state;
+    st.quitting = true;
+    if (!st.current)
+      return self->quit();
+    stop_session(self, true);
+  });
+  return {
+    [=](node_start_atom, node_request& req) { return answer(self, req); },
+  };
+}
+
+} // namespace
+
+node_actor spawn_node_server(caf::actor_system& sys, node_server_setup setup) {
+  return sys.spawn(node_server, std::move(setup));
+}
+
+} // namespace ag

@@ -1,0 +1,169 @@
+// Helpers of the node tests: identities made by the real ag-keygen, and ag-node processes on
+// 127.0.0.1 (each exec'd, listening on a port the system picks, which it prints), stopped with
+// SIGTERM and reaped when the helper goes. Include after catch2/catch.hpp.
+#pragma once
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <actorgraph/actorgraph.hpp>
+
+#include "tests/actors/process_helpers.hpp"
+#include "tests/temp_files.hpp"
+
+namespace ag::test {
+
+// Runs `argv` with its output thrown away and waits for it (at most 30 s); its exit code, or -1.
+inline int run_program(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (FILE* null = std::fopen("/dev/null", "w"))
+      ::dup2(::fileno(null), 1);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  for (int i = 0; i < 3000; ++i) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+// Keys for a controller and nodes, in a directory of their own.
+struct key_ring {
+  temp_dir dir{"keys"};
+  std::string make(const std::string& name) {
+    REQUIRE(run_program({AG_TEST_KEYGEN, dir.file(name)}) == 0);
+    return dir.file(name);
+  }
+};
+
+// One ag-node on 127.0.0.1.
+class node_process {
+public:
+  node_process(const std::string& name, const std::string& key_base,
+               const std::vector<std::string>& allowed_bases, int timeout_ms = 5000)
+    : name_(name) {
+    std::string allow;
+    for (const auto& a : allowed_bases)
+      allow += (allow.empty() ? "" : ",") + a + ".public";
+    std::vector<std::string> argv{AG_TEST_NODE,
+                                  "--name=" + name,
+                                  "--listen=tcp://127.0.0.1:0",
+                                  "--key=" + key_base + ".secret",
+                                  "--allow=" + allow,
+                                  "--runner=" AG_TEST_RUNNER,
+                                  "--timeout-ms=" + std::to_string(timeout_ms)};
+    int out[2];
+    REQUIRE(::pipe(out) == 0);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(out[1], 1);
+      ::close(out[0]);
+      ::close(out[1]);
+      std::vector<char*> args;
+      for (auto& a : argv)
+        args.push_back(a.data());
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    // "ag-node NAME: listening on tcp://127.0.0.1:PORT"
+    std::string line;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{20};
+    while (line.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+      pollfd pfd{out[0], POLLIN, 0};
+      if (::poll(&pfd, 1, 100) <= 0)
+        continue;
+      char c;
+      if (::read(out[0], &c, 1) != 1)
+        break;
+      line += c;
+    }
+    ::close(out[0]);
+    const auto colon = line.rfind(':');
+    REQUIRE(line.find("listening on tcp://127.0.0.1:") != std::string::npos);
+    port_ = std::stoi(line.substr(colon + 1));
+  }
+  node_process(const node_process&) = delete;
+  node_process& operator=(const node_process&) = delete;
+  ~node_process() { stop(); }
+
+  pid_t pid() const noexcept { return pid_; }
+  int port() const noexcept { return port_; }
+  ag::node as_node(const std::string& key_base) const {
+    return {name_, "tcp://127.0.0.1:" + std::to_string(port_), key_base + ".public"};
+  }
+
+  // The whole machine stops answering: ag-node and every child of it (SIGSTOP), each stopped
+  // when this returns true.
+  bool freeze() {
+    frozen_ = runner_children(pid_);
+    frozen_.push_back(pid_);
+    for (pid_t p : frozen_)
+      if (!stop_process(p))
+        return false;
+    return true;
+  }
+
+  // SIGTERM, then the exit code (SIGKILL and -1 past 20 s).
+  int stop() {
+    if (pid_ <= 0)
+      return code_;
+    for (pid_t p : frozen_)
+      ::kill(p, SIGCONT);
+    ::kill(pid_, SIGTERM);
+    code_ = wait(std::chrono::seconds{20});
+    return code_;
+  }
+  // SIGKILL, reaped.
+  void kill() {
+    if (pid_ <= 0)
+      return;
+    ::kill(pid_, SIGKILL);
+    ::kill(pid_, SIGCONT);
+    code_ = wait(std::chrono::seconds{20});
+  }
+
+private:
+  int wait(std::chrono::seconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    int status = 0;
+    while (::waitpid(pid_, &status, WNOHANG) != pid_) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+        pid_ = -1;
+        return -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds{10});
+    }
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  std::string name_;
+  std::vector<pid_t> frozen_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  int code_ = -1;
+};
+
+} // namespace ag::test

@@ -1,0 +1,202 @@
+// Devices on other machines, on one machine: ag-node processes on 127.0.0.1 with identities made
+// by ag-keygen, serving a runtime whose devices are NAME/sim:N. Results across nodes match thread
+// mode bit for bit, large tensors travel in pieces, and every fault (a node's child killed, a
+// node killed or stopped, a second controller) gives an ag::error naming the node and device
+// within its deadline while the other nodes' devices keep working.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <actorgraph/actorgraph.hpp>
+
+#include "tests/actors/node_helpers.hpp"
+#include "tests/actors/process_helpers.hpp"
+#include "tests/actors/random_program.hpp"
+
+using namespace std::chrono_literals;
+using Catch::Matchers::Contains;
+using ag::test::node_process;
+
+namespace {
+
+struct cluster {
+  ag::test::key_ring keys;
+  std::string ctl = keys.make("ctl");
+  std::string k1 = keys.make("n1");
+  std::string k2 = keys.make("n2");
+};
+
+ag::graph_option option(const cluster& c, std::vector<const node_process*> nodes,
+                        const std::string& devices) {
+  ag::graph_option opt;
+  opt.per_device_per_process = true;
+  opt.runner_path = AG_TEST_RUNNER;
+  opt.key_file = c.ctl + ".secret";
+  opt.devices = ag::parse_devices(devices);
+  opt.store_bytes = std::size_t{256} << 20;
+  const std::string* keys[] = {&c.k1, &c.k2};
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    opt.nodes.push_back(nodes[i]->as_node(*keys[i]));
+  return opt;
+}
+
+} // namespace
+
+TEST_CASE("a random program across two nodes gives the results of thread mode, bit for bit",
+          "[nodes]") {
+  cluster c;
+  node_process n1{"n1", c.k1, {c.ctl}};
+  node_process n2{"n2", c.k2, {c.ctl}};
+  for (uint32_t seed : {3u, 17u}) {
+    INFO("seed " << seed);
+    ag::test::program_result across, local;
+    {
+      ag::runtime rt{option(c, {&n1, &n2}, "sim:0,n1/sim:0,n1/sim:1,n2/sim:0")};
+      REQUIRE(ag::to_string(rt.devices()) == "sim:0,n1/sim:0,n1/sim:1,n2/sim:0");
+      across = ag::test::run_random_program(rt, seed, 120);
+    }
+    {
+      ag::graph_option opt;
+      opt.devices = ag::parse_devices("sim:0,sim:1,sim:2,sim:3");
+      ag::runtime rt{opt};
+      local = ag::test::run_random_program(rt, seed, 120);
+    }
+    REQUIRE(across.values.size() == local.values.size());
+    for (std::size_t i = 0; i < across.values.size(); ++i) {
+      INFO("value " << i);
+      CHECK(ag::test::same_bits(across.values[i], local.values[i]));
+      CHECK(ag::test::same_bits(across.values[i], across.reference[i]));
+    }
+  }
+  CHECK(ag::test::runner_children(n1.pid()).empty());
+  CHECK(ag::test::runner_children(n2.pid()).empty());
+  CHECK(n1.stop() == 0);
+  CHECK(n2.stop() == 0);
+}
+
+TEST_CASE("a tensor of many pieces goes to a node, between nodes and back", "[nodes]") {
+  cluster c;
+  node_process n1{"n1", c.k1, {c.ctl}};
+  node_process n2{"n2", c.k2, {c.ctl}};
+  ag::runtime rt{option(c, {&n1, &n2}, "n1/sim:0,n2/sim:0")};
+  const std::size_t n = (std::size_t{24} << 20) / sizeof(float) + 3; // 24 MiB: 7 pieces
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = static_cast<float>(i % 9973) * 0.5f;
+  const auto n1d = ag::parse_device("n1/sim:0");
+  const auto n2d = ag::parse_device("n2/sim:0");
+  auto x = rt.from_vector({int64_t(n)}, v, n1d);
+  auto y = (x + x).to(n2d);
+  auto back = y.to(ag::device::cpu()).to_vector();
+  REQUIRE(back.size() == n);
+  bool same = true;
+  for (std::size_t i = 0; i < n && same; ++i)
+    same = back[i] == v[i] + v[i];
+  CHECK(same);
+  CHECK(y.to_vector() == back);
+}
+
+TEST_CASE("a node serves one controller at a time and the next once the first is gone",
+          "[nodes]") {
+  cluster c;
+  node_process n1{"n1", c.k1, {c.ctl}};
+  {
+    ag::runtime first{option(c, {&n1}, "n1/sim:0")};
+    CHECK(first.full({4}, 2.0f, ag::parse_device("n1/sim:0")).to_vector()
+          == std::vector<float>(4, 2.0f));
+    CHECK_THROWS_WITH(ag::runtime{option(c, {&n1}, "n1/sim:0")},
+                      Contains("node n1 serves another controller"));
+    CHECK(first.full({4}, 3.0f, ag::parse_device("n1/sim:0")).to_vector()
+          == std::vector<float>(4, 3.0f));
+  }
+  CHECK(ag::test::within(5000ms, [&] { return ag::test::runner_children(n1.pid()).empty(); }));
+  ag::runtime next{option(c, {&n1}, "n1/sim:0,n1/sim:1")};
+  CHECK(next.full({4}, 5.0f, ag::parse_device("n1/sim:1")).to_vector()
+        == std::vector<float>(4, 5.0f));
+}
+
+TEST_CASE("a controller a node does not allow, or a node the controller does not trust, is "
+          "refused at start-up naming the node",
+          "[nodes]") {
+  cluster c;
+  const auto stranger = c.keys.make("stranger");
+  SECTION("the node does not allow the controller's key") {
+    node_process n1{"n1", c.k1, {stranger}};
+    auto opt = option(c, {&n1}, "n1/sim:0");
+    opt.start_timeout = 5000ms;
+    CHECK_THROWS_WITH(ag::runtime{opt}, Contains("node n1"));
+    CHECK(ag::test::runner_children(n1.pid()).empty());
+  }
+  SECTION("the node proves another identity than the controller was given") {
+    node_process n1{"n1", stranger, {c.ctl}};
+    auto opt = option(c, {&n1}, "n1/sim:0");
+    opt.start_timeout = 5000ms;
+    CHECK_THROWS_WITH(ag::runtime{opt}, Contains("node n1"));
+    CHECK(ag::test::runner_children(n1.pid()).empty());
+  }
+  SECTION("nothing listens where the node should be") {
+    ag::node gone{"n1", "tcp://127.0.0.1:1", c.k1 + ".public"};
+    auto opt = option(c, {}, "n1/sim:0");
+    opt.nodes = {gone};
+    opt.start_timeout = 5000ms;
+    CHECK_THROWS_WITH(ag::runtime{opt}, Contains("node n1 (tcp://127.0.0.1:1)"));
+  }
+}
+
+TEST_CASE("options for nodes that cannot work are refused naming what is wrong", "[nodes]") {
+  cluster c;
+  ag::graph_option opt;
+  opt.per_device_per_process = true;
+  opt.key_file = c.ctl + ".secret";
+  opt.devices = ag::parse_devices("n9/sim:0");
+  CHECK_THROWS_WITH(ag::runtime{opt}, Contains("node n9 is not in graph_option::nodes"));
+  opt.nodes = {{"n9", "udp://x:1", c.k1 + ".public"}};
+  CHECK_THROWS_WITH(ag::runtime{opt}, Contains("not a tcp:// endpoint"));
+  opt.nodes = {{"n9", "tcp://127.0.0.1:7", c.k1 + ".public"}};
+  opt.key_file.clear();
+  CHECK_THROWS_WITH(ag::runtime{opt}, Contains("graph_option::key_file"));
+  opt.key_file = c.ctl + ".secret";
+  opt.per_device_per_process = false;
+  CHECK_THROWS_WITH(ag::runtime{opt}, Contains("process mode"));
+}
+
+TEST_CASE("a child killed on a node fails that device naming it; the other node works on",
+          "[nodes]") {
+  cluster c;
+  node_process n1{"n1", c.k1, {c.ctl}};
+  node_process n2{"n2", c.k2, {c.ctl}};
+  auto opt = option(c, {&n1, &n2}, "n1/sim:0,n2/sim:0");
+  opt.wait_timeout = 5000ms;
+  ag::runtime rt{opt};
+  const auto a = ag::parse_device("n1/sim:0");
+  const auto b = ag::parse_device("n2/sim:0");
+  REQUIRE(rt.full({4}, 1.0f, a).to_vector() == std::vector<float>(4, 1.0f));
+  const pid_t child = ag::test::runner_of_lane(1, n1.pid());
+  REQUIRE(child > 0);
+  ::kill(child, SIGKILL);
+  CHECK_THROWS_WITH(rt.full({4}, 1.0f, a).to_vector(), Contains("n1/sim:0") && Contains("signal 9"));
+  CHECK(rt.full({4}, 7.0f, b).to_vector() == std::vector<float>(4, 7.0f));
+}
+
+TEST_CASE("a node killed, or stopped, fails its devices within the deadline naming it; the other "
+          "node works on",
+          "[nodes]") {
+  cluster c;
+  node_process n1{"n1", c.k1, {c.ctl}};
+  node_process n2{"n2", c.k2, {c.ctl}};
+  auto opt = option(c, {&n1, &n2}, "n1/sim:0,n2/sim:0");
+  opt.wait_timeout = 20000ms;
+  opt.node_timeout = 1500ms;
+  ag::runtime rt{opt};
+  const auto a = ag::parse_device("n1/sim:0");
+  const auto b = ag::parse_device("n2/sim:0");
+  REQUIRE(rt.full({4}, 1.0f, a).to_vector() == std::vector<float>(4, 1.0f));
+  const auto t0 = std::chrono::steady_clock::now();
+  SECTION("killed") { n1.kill(); }
+  SECTION("stopped, with its children") { REQUIRE(n1.freeze()); }
+  CHECK_THROWS_WITH(rt.full({4}, 1.0f, a).to_vector(), Contains("n1/sim:0"));
+  CHECK(std::chrono::steady_clock::now() - t0 < 10s); // the node's deadline, not the wait's
+  CHECK(rt.full({4}, 7.0f, b).to_vector() == std::vector<float>(4, 7.0f));
+}

@@ -1,0 +1,108 @@
+// Tests of ipc/zap_handler.cpp with real CURVE sockets over TCP loopback: an allowed key gets in
+// and its messages carry its name; an unknown key, a plaintext peer and a peer that expects
+// another server are refused, and the handler logs each refusal with the peer's address.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "ipc/wire.hpp"
+#include "ipc/zap_handler.hpp"
+#include "ipc/zmq_sockets.hpp"
+
+using namespace std::chrono_literals;
+namespace zmqs = ag::zmqs;
+
+namespace {
+
+struct key_pair {
+  std::string pub, sec;
+  key_pair() {
+    char p[41], s[41];
+    REQUIRE(zmq_curve_keypair(p, s) == 0);
+    pub = p;
+    sec = s;
+  }
+};
+
+struct log_lines {
+  std::mutex m;
+  std::vector<std::string> lines;
+  void add(const std::string& l) {
+    std::lock_guard<std::mutex> g{m};
+    lines.push_back(l);
+  }
+  bool has(const std::string& a, const std::string& b) {
+    std::lock_guard<std::mutex> g{m};
+    for (const auto& l : lines)
+      if (l.find(a) != std::string::npos && l.find(b) != std::string::npos)
+        return true;
+    return false;
+  }
+  bool eventually(const std::string& a, const std::string& b) {
+    for (int i = 0; i < 300; ++i) {
+      if (has(a, b))
+        return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+};
+
+void send_done(zmq::socket_t& push, uint64_t id) {
+  ag::wire::done_msg m{1, id, 0};
+  zmqs::send(push, {ag::wire::msg_type::done, id}, ag::wire::encode(m));
+}
+
+} // namespace
+
+TEST_CASE("a CURVE server lets in the keys it allows, named, and logs every other peer with its "
+          "address",
+          "[ipc]") {
+  zmq::context_t ctx{1};
+  key_pair server, allowed, stranger;
+  log_lines log;
+  ag::zap_handler zap{ctx, {{allowed.pub, "n1"}}, [&](const std::string& l) { log.add(l); }};
+  const zmqs::curve_keys server_keys{server.pub, server.sec, ""};
+  auto pull = zmqs::puller(ctx, "tcp://127.0.0.1:0", &server_keys);
+  zap.watch(pull, "reports");
+  const std::string at = "tcp://127.0.0.1:" + std::to_string(zmqs::bound_port(pull));
+
+  SECTION("an allowed key: its messages arrive with its name") {
+    const zmqs::curve_keys keys{allowed.pub, allowed.sec, server.pub};
+    auto push = zmqs::pusher(ctx, at, &keys);
+    send_done(push, 1);
+    auto r = zmqs::receive(pull, 5000ms);
+    REQUIRE(r);
+    CHECK(r->head.type == ag::wire::msg_type::done);
+    CHECK(r->user() == "n1");
+    CHECK(zap.refused() == 0);
+  }
+  SECTION("an unknown key: nothing arrives, and the refusal names its address") {
+    const zmqs::curve_keys keys{stranger.pub, stranger.sec, server.pub};
+    auto push = zmqs::pusher(ctx, at, &keys);
+    send_done(push, 1);
+    CHECK_FALSE(zmqs::receive(pull, 500ms));
+    CHECK(log.eventually("127.0.0.1", "is not allowed"));
+    CHECK(zap.refused() > 0);
+  }
+  SECTION("a plaintext peer: nothing arrives, and the refusal names its address") {
+    auto push = zmqs::pusher(ctx, at);
+    send_done(push, 1);
+    CHECK_FALSE(zmqs::receive(pull, 500ms));
+    CHECK(log.eventually("tcp://127.0.0.1:", "protocol"));
+  }
+  SECTION("an allowed key that expects another server gets nothing through") {
+    key_pair other;
+    const zmqs::curve_keys keys{allowed.pub, allowed.sec, other.pub};
+    auto push = zmqs::pusher(ctx, at, &keys);
+    send_done(push, 1);
+    CHECK_FALSE(zmqs::receive(pull, 500ms));
+    CHECK(log.eventually("tcp://127.0.0.1:", "refused"));
+  }
+}
