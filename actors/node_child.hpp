@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace ag {
 
@@ -12,6 +13,7 @@ struct node_child {
   std::string server_key; // the controller's public key (Z85)
   std::string public_key; // the node's
   std::string secret_key;
+  std::vector<std::string> data_endpoints; // its data streams (empty: none)
   std::byte* store_base = nullptr;
   std::size_t store_size = 0;
 };

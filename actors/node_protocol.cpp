@@ -1,5 +1,6 @@
 #include "actors/node_protocol.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
@@ -17,6 +18,13 @@
 
 namespace ag {
 
+namespace {
+
+// The longest time between two heartbeats of either side.
+constexpr caf::timespan max_heartbeat{std::chrono::milliseconds{200}};
+
+} // namespace
+
 void configure_node_network(caf::actor_system_config& cfg, const identity& self,
                             const std::string& trust_file, std::chrono::milliseconds timeout) {
   cfg.load<caf::io::middleman>();
@@ -25,13 +33,15 @@ void configure_node_network(caf::actor_system_config& cfg, const identity& self,
   cfg.openssl_certificate = self.pub.path;
   cfg.openssl_key = self.secret_path;
   cfg.openssl_cafile = trust_file;
-  if (no_deadline(timeout)) { // heartbeats still keep idle connections open; none is timed out
-    cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds{1}});
-  } else {
+  // The peer's timeout is its own (a controller's node_timeout, ag-node's --timeout-ms): beat
+  // often enough for any of a second or more, whatever this side's.
+  caf::timespan beat = max_heartbeat;
+  if (!no_deadline(timeout)) {
     const auto span = std::chrono::duration_cast<caf::timespan>(timeout);
-    cfg.set("middleman.heartbeat-interval", caf::timespan{span / 5});
+    beat = std::min(beat, caf::timespan{span / 5});
     cfg.set("middleman.connection-timeout", span);
   }
+  cfg.set("middleman.heartbeat-interval", beat);
   cfg.set("middleman.app-identifiers", std::vector<std::string>{"actorgraph-node-1"});
 }
 

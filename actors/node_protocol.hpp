@@ -36,10 +36,11 @@ struct identity;
 using node_start_atom = caf::atom_constant<caf::atom("nodestart")>;
 
 struct node_request {
-  caf::actor owner;            // the controller's executor: the node serves it while it lives
+  caf::actor owner;            // who the node serves while it lives (the runtime's own actor)
   std::string controller_host; // where the node's children reach the controller's sockets
   uint16_t pub_port = 0;       // its broadcast (PUB, CURVE)
   uint16_t pull_port = 0;      // its reports (PULL, CURVE)
+  std::vector<uint16_t> data_ports; // its data streams (PUB, CURVE), each child subscribing to all
   std::string controller_key;  // its CURVE public key (Z85): one the node allows
   std::vector<uint32_t> lanes; // the controller's lane numbers
   std::vector<device> devices; // each lane's device, as the node names it (cuda:0)
@@ -51,7 +52,7 @@ struct node_request {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_request& x) {
   return f(caf::meta::type_name("ag::node_request"), x.owner, x.controller_host, x.pub_port,
-           x.pull_port, x.controller_key, x.lanes, x.devices, x.store_bytes, x.start_timeout_ms,
+           x.pull_port, x.data_ports, x.controller_key, x.lanes, x.devices, x.store_bytes, x.start_timeout_ms,
            x.stop_timeout_ms);
 }
 
@@ -60,7 +61,9 @@ using node_actor =
 
 // Loads the middleman and its TLS into `cfg`: this machine proves itself with `self`, trusts only
 // the certificates in `trust_file` (the peers' public identities, one after the other), treats a
-// peer silent for `timeout` as gone, and knows the node messages' types.
+// peer silent for `timeout` as gone, sends a heartbeat every 200 ms (or timeout / 5 when that is
+// shorter: a peer with a timeout of a second or more never mistakes this side for silent), and
+// knows the node messages' types.
 void configure_node_network(caf::actor_system_config& cfg, const identity& self,
                             const std::string& trust_file, std::chrono::milliseconds timeout);
 

@@ -91,6 +91,10 @@ caf::result<std::vector<caf::actor>> start(node_self self, node_request& req) {
                                              + req.controller_key + " of this controller");
   if (!req.owner)
     return make_error(errc::bad_request, "node " + me + ": the request names no controller");
+  if (req.data_ports.size() > 16)
+    return make_error(errc::bad_request, "node " + me + ": a request of "
+                                           + std::to_string(req.data_ports.size())
+                                           + " data streams (16 at most)");
   if (req.lanes.empty() || req.lanes.size() != req.devices.size())
     return make_error(errc::bad_request, "node " + me + ": a request of "
                                            + std::to_string(req.lanes.size()) + " lanes and "
@@ -121,6 +125,8 @@ caf::result<std::vector<caf::actor>> start(node_self self, node_request& req) {
                                start_timeout, stop_timeout);
     ps.args.pub_endpoint = "tcp://" + host + ":" + std::to_string(req.pub_port);
     ps.args.pull_endpoint = "tcp://" + host + ":" + std::to_string(req.pull_port);
+    for (auto port : req.data_ports)
+      ps.args.data_endpoints.push_back("tcp://" + host + ":" + std::to_string(port));
     ps.args.curve_server_key = req.controller_key;
     ps.args.curve_public = st.setup.curve_public;
     ps.args.curve_secret = st.setup.curve_secret;

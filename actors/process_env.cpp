@@ -106,8 +106,8 @@ process_env::process_env(std::size_t store_bytes, std::size_t device_lanes,
   }
   for (std::size_t i = 0; i < device_lanes; ++i)
     cleanup_.add("/dev/shm/" + sync_segment(prefix, device_lane(i)), false);
-  for (const char* endpoint : {"/pub", "/pull"})
-    cleanup_.add(dir_.path() + endpoint, false);
+  for (const char* file : {"/pub", "/pull", "/trusted.pem"}) // the last with nodes (node_setup)
+    cleanup_.add(dir_.path() + file, false);
   cleanup_.add(dir_.marker_path(), false);
   cleanup_.add(dir_.path(), true);
   setup_.zmq = std::make_shared<zmq::context_t>(1);
@@ -121,19 +121,29 @@ process_env::process_env(std::size_t store_bytes, std::size_t device_lanes,
 void process_env::open_network(const std::string& curve_public, const std::string& curve_secret,
                                const std::map<std::string, std::string>& allowed,
                                std::vector<std::string> lane_node,
-                               std::vector<network_setup::node_target> nodes) {
+                               std::vector<network_setup::node_target> nodes,
+                               std::size_t streams) {
   auto net = std::make_shared<network_setup>();
-  net->zap = std::make_shared<zap_handler>(*setup_.zmq, allowed, [](const std::string& line) {
+  // CURVE encrypts in the I/O thread of each connection: one thread per data stream, and one more.
+  net->ctx = std::make_shared<zmq::context_t>(static_cast<int>(streams + 1));
+  auto& ctx = *net->ctx;
+  net->zap = std::make_shared<zap_handler>(ctx, allowed, [](const std::string& line) {
     std::fprintf(stderr, "actorgraph: data plane: %s\n", line.c_str());
   });
   const zmqs::curve_keys keys{curve_public, curve_secret, ""};
   try {
-    net->pub = std::make_shared<zmq::socket_t>(zmqs::publisher(*setup_.zmq, "tcp://0.0.0.0:0", &keys));
-    net->pull = std::make_shared<zmq::socket_t>(zmqs::puller(*setup_.zmq, "tcp://0.0.0.0:0", &keys));
+    net->pub = std::make_shared<zmq::socket_t>(zmqs::publisher(ctx, "tcp://0.0.0.0:0", &keys));
+    net->pull = std::make_shared<zmq::socket_t>(zmqs::puller(ctx, "tcp://0.0.0.0:0", &keys));
     net->zap->watch(*net->pub, "broadcast");
     net->zap->watch(*net->pull, "reports");
     net->pub_port = zmqs::bound_port(*net->pub);
     net->pull_port = zmqs::bound_port(*net->pull);
+    for (std::size_t i = 0; i < streams; ++i) {
+      net->data.push_back(
+        std::make_shared<zmq::socket_t>(zmqs::publisher(ctx, "tcp://0.0.0.0:0", &keys)));
+      net->zap->watch(*net->data.back(), "data stream " + std::to_string(i));
+      net->data_ports.push_back(zmqs::bound_port(*net->data.back()));
+    }
   } catch (const zmq::error_t& e) {
     throw error(std::string{"data plane: cannot bind a TCP socket: "} + e.what());
   }

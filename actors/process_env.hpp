@@ -48,11 +48,12 @@ public:
   std::string file(const std::string& name) const { return dir_.path() + "/" + name; }
 
   // With nodes: starts the ZAP handler that lets in the nodes' CURVE keys (`allowed`: key -> node
-  // name), binds the TCP PUB and PULL (CURVE, this controller's keys) and sets setup().network.
+  // name), binds the TCP PUB and PULL and `streams` data PUBs (CURVE, this controller's keys) and
+  // sets setup().network.
   void open_network(const std::string& curve_public, const std::string& curve_secret,
                     const std::map<std::string, std::string>& allowed,
                     std::vector<std::string> lane_node,
-                    std::vector<network_setup::node_target> nodes);
+                    std::vector<network_setup::node_target> nodes, std::size_t streams);
   // Endpoints, store name, runner and segment names, for the executor (or ag-replay).
   const process_setup& setup() const noexcept { return setup_; }
 

@@ -24,11 +24,15 @@ class zap_handler;
 // the ZAP handler, bound on every interface at ports the system picked, before any child starts.
 // The publisher and the puller take the sockets.
 struct network_setup {
-  std::shared_ptr<zap_handler> zap; // first up, last down
+  std::shared_ptr<zmq::context_t> ctx; // its own, with an I/O thread per connection's cipher
+  std::shared_ptr<zap_handler> zap;    // up before the sockets, down after them
   std::shared_ptr<zmq::socket_t> pub;
   std::shared_ptr<zmq::socket_t> pull;
   uint16_t pub_port = 0;
   uint16_t pull_port = 0;
+  // The data streams (graph_option::node_streams): PUB sockets that carry only Data-in pieces.
+  std::vector<std::shared_ptr<zmq::socket_t>> data;
+  std::vector<uint16_t> data_ports;
   std::string curve_public;           // the controller's: the children's server key
   std::vector<std::string> lane_node; // per lane, the node it runs on ("": this machine)
   // Where each node's ag-node listens, and the address of this machine its children reach.

@@ -33,6 +33,8 @@ struct publisher_state {
   // the store the bytes come from.
   std::shared_ptr<network_setup> network;
   std::optional<zmq::socket_t> net;
+  std::vector<zmq::socket_t> data;      // the data streams (none: `net` carries the pieces)
+  std::vector<zmq::socket_t*> carriers; // where pieces go: the data streams, else `net`
   std::vector<uint64_t> data_ids;
   const std::byte* store_base = nullptr;
   std::size_t store_size = 0;
@@ -53,10 +55,14 @@ struct publisher_state {
       if (type == wire::msg_type::execute)
         send_node_reads(body, msg);
       zmqs::send(*net, h, body);
+      if (type == wire::msg_type::hello) // each data stream's subscriber must hear one too
+        for (auto& d : data)
+          zmqs::send(d, h, body);
     }
   }
 
-  // Before an Execute: the store bytes its node lanes' batches read.
+  // Before an Execute: the store bytes its node lanes' batches read, each lane's followed by a
+  // Data-sent on the broadcast connection that names the last piece the lane must have.
   void send_node_reads(const wire::bytes& body, const wire::execute_msg* msg) {
     wire::execute_msg decoded;
     if (msg == nullptr) {
@@ -67,14 +73,18 @@ struct publisher_state {
     for (const auto& b : msg->batches) {
       if (b.lane >= lane_node.size() || lane_node[b.lane].empty())
         continue;
-      for (const auto& r : host_reads(b)) {
+      const auto reads = host_reads(b);
+      if (reads.empty())
+        continue;
+      for (const auto& r : reads) {
         if (r.offset > store_size || r.bytes > store_size - r.offset)
           throw error("publisher: lane " + std::to_string(b.lane) + " reads store range ["
                       + std::to_string(r.offset) + ", +" + std::to_string(r.bytes)
                       + ") beyond the store");
-        zmqs::send_data(*net, wire::msg_type::data_in, b.lane, data_ids[b.lane], r.offset,
+        zmqs::send_data(carriers, wire::msg_type::data_in, b.lane, data_ids[b.lane], r.offset,
                         reinterpret_cast<const char*>(store_base) + r.offset, r.bytes);
       }
+      zmqs::send(*net, {wire::msg_type::data_sent, data_ids[b.lane] - 1, b.lane}, {});
     }
   }
 
@@ -102,6 +112,12 @@ caf::behavior publisher(caf::stateful_actor<publisher_state>* self,
   st.sock = zmqs::publisher(*st.ctx, endpoint);
   if (network) {
     st.net.emplace(std::move(*network->pub));
+    for (auto& d : network->data)
+      st.data.push_back(std::move(*d));
+    for (auto& d : st.data)
+      st.carriers.push_back(&d);
+    if (st.carriers.empty())
+      st.carriers.push_back(&*st.net);
     st.data_ids.assign(network->lane_node.size(), 1);
     st.network = std::move(network);
     st.store_base = store_base;

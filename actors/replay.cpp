@@ -12,6 +12,7 @@
 #include "actorgraph/error.hpp"
 #include "actors/lane_topology.hpp"
 #include "actors/plan_records.hpp"
+#include "actors/node_setup.hpp"
 #include "actors/process_env.hpp"
 #include "actors/protocol.hpp"
 #include "graph/deadline.hpp"
@@ -108,8 +109,10 @@ public:
             throw error("the trace's store and live device operands need more than "
                         + std::to_string(trace::max_store_bytes) + " bytes");
     if (opt.process) {
-      env_.emplace(store_bytes, devices.size() - 1, opt.runner_path, ring_bytes_for(t, opt),
-                   graph_option{}.spin_wait);
+      env_.emplace(store_bytes, devices.size() - 1, opt.runner_path,
+                   opt.nodes ? 0 : ring_bytes_for(t, opt), graph_option{}.spin_wait);
+      if (opt.nodes)
+        opt.nodes->open(*env_, opt.trust_file, graph_option{}.node_streams);
       store_base_ = env_->store().base();
     } else {
       local_store_ = tensor_store::anonymous(store_bytes);
@@ -151,6 +154,9 @@ private:
       ts.process = env_->setup();
     ts.start_timeout = opt_.timeout;
     ts.stop_timeout = opt_.timeout;
+    if (opt_.nodes && env_) // the nodes serve this replay for as long as it lives
+      opt_.nodes->start(sys_, caf::actor_cast<caf::actor>(self_.ptr()), *env_, store_bytes_,
+                        opt_.timeout, opt_.timeout);
     topo_.emplace(self_.ptr(), std::move(ts));
     for (const auto& d : devices) {
       replay_lane l;
@@ -474,7 +480,10 @@ private:
     std::size_t next_copied = 0;
     for (std::size_t i = 0; i < live_.size(); ++i) {
       const auto& o = live_[i];
-      const std::string what = "live #" + std::to_string(o.id) + " on " + lanes_[o.lane].dev.str();
+      // Named after the recorded lane, so that a replay on other devices (--devices) gives the
+      // same digests file.
+      const std::string what =
+        "live #" + std::to_string(o.id) + " on " + t_.begin.lanes.at(o.lane).str();
       uint64_t at = o.offset;
       if (o.lane != cpu_lane)
         at = copied[next_copied++].second;

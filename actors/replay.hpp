@@ -25,6 +25,8 @@ namespace trace {
 struct file;
 } // namespace trace
 
+class node_setup;
+
 struct replay_options {
   std::vector<device> devices; // one per recorded device lane; empty: the recorded devices
   bool process = true;         // false: every lane is a stream actor in this process
@@ -36,6 +38,10 @@ struct replay_options {
   std::chrono::milliseconds timeout{std::chrono::seconds{60}};
   // Largest |replayed - recorded| / max(1, |recorded|) of a read element; 0: bit for bit.
   double tolerance = 0;
+  // process, with devices on nodes: their set-up (the caller configured the actor system with it,
+  // trusting trust_file, which the replay writes); every child then runs on the sockets path.
+  const node_setup* nodes = nullptr;
+  std::string trust_file;
 };
 
 struct operand_digest {

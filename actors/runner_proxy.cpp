@@ -57,6 +57,35 @@ struct proxy_state {
 
 using proxy_self = runner_proxy_actor::stateful_pointer<proxy_state>;
 
+// The exit flag is set: the child has until `deadline` to exit, then it is killed. A kill
+// (its controller lost, on a node) ends the wait at once. Either way the proxy quits once the
+// child is gone, an orderly exit (code 0) quietly, anything else with the reason.
+runner_proxy_actor::behavior_type stopping(proxy_self self,
+                                           std::chrono::steady_clock::time_point deadline) {
+  return {
+    [=](poll_atom) {
+      auto& st = self->state;
+      pollfd pfd{st.child.pidfd(), POLLIN, 0};
+      ::poll(&pfd, 1, static_cast<int>(poll_slice.count()));
+      if (const auto& status = st.child.try_wait()) {
+        if (status->code != 0 || status->signal != 0)
+          return self->quit(make_error(errc::device_failed,
+                                       st.who() + " " + st.reason(*status) + " at shutdown"));
+        return self->quit();
+      }
+      if (std::chrono::steady_clock::now() >= deadline) { // reported by the executor
+        st.child.kill_and_reap();
+        return self->quit(make_error(errc::device_failed, st.who() + " did not exit within "
+                                                           + duration_string(st.setup.stop_timeout)
+                                                           + " of shutdown: killed"));
+      }
+      self->send(self, poll_atom::value);
+    },
+    [=](kill_atom) { self->state.child.kill(SIGKILL); }, // the poll then reports its death
+    [](shutdown_atom) {},                                // stopping already
+  };
+}
+
 runner_proxy_actor::behavior_type running(proxy_self self) {
   return {
     [=](poll_atom) {
@@ -73,20 +102,9 @@ runner_proxy_actor::behavior_type running(proxy_self self) {
     },
     [=](kill_atom) { self->state.child.kill(SIGKILL); }, // the poll then reports its death
     [=](shutdown_atom) {
-      auto& st = self->state;
-      st.sync.notify_exit();
-      const auto status = st.child.wait_for(st.setup.stop_timeout);
-      if (!status) { // reported by the executor, with the rest of the shutdown's news
-        st.child.kill_and_reap();
-        return self->quit(make_error(errc::device_failed, st.who() + " did not exit within "
-                                                           + duration_string(st.setup.stop_timeout)
-                                                           + " of shutdown: killed"));
-      }
-      // An orderly exit is code 0; anything else is reported, not ignored.
-      if (status->code != 0 || status->signal != 0)
-        return self->quit(make_error(errc::device_failed,
-                                     st.who() + " " + st.reason(*status) + " at shutdown"));
-      self->quit();
+      self->state.sync.notify_exit();
+      // The poll already on its way to this actor goes on in the stopping state.
+      self->become(stopping(self, deadline_after(self->state.setup.stop_timeout)));
     },
   };
 }

@@ -8,7 +8,6 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
-#include <set>
 #include <tuple>
 #include <type_traits>
 
@@ -17,8 +16,7 @@
 #include "actorgraph/error.hpp"
 #include "actors/board_waits.hpp"
 #include "actors/executor.hpp"
-#include "actors/node_client.hpp"
-#include "actors/node_protocol.hpp"
+#include "actors/node_setup.hpp"
 #include "actors/flow_control.hpp"
 #include "actors/store_fence.hpp"
 #include "actors/process_env.hpp"
@@ -27,7 +25,6 @@
 #include "graph/deadline.hpp"
 #include "graph/runtime_core.hpp"
 #include "ipc/completion_board.hpp"
-#include "ipc/identity.hpp"
 #include "ipc/shm_channel.hpp"
 #include "ipc/tensor_store.hpp"
 #include "ipc/timeline.hpp"
@@ -67,26 +64,15 @@ std::vector<device> resolve_devices(const std::vector<device>& wanted) {
   return out;
 }
 
-// With nodes: checks the options that go with them, and that every device on a node names one.
-void check_nodes(const graph_option& opt, const std::vector<device>& devices) {
-  std::set<std::string> names;
-  for (const auto& n : opt.nodes) {
-    check_node_name(n.name, "graph_option::nodes");
-    if (!names.insert(n.name).second)
-      throw error("graph_option::nodes names node " + n.name + " twice");
-    (void)parse_tcp_endpoint(n.endpoint, "node " + n.name + ": endpoint");
-    if (n.public_key_file.empty())
-      throw error("node " + n.name + ": no public_key_file (its ag-keygen .public file)");
-  }
-  for (const auto& d : devices)
-    if (!d.local() && !names.count(d.node_name()))
-      throw error("device " + d.str() + ": node " + d.node_name()
-                  + " is not in graph_option::nodes");
+constexpr std::size_t max_node_streams = 16;
+
+// With nodes: the options that go with them (node_setup checks the nodes themselves).
+void check_node_options(const graph_option& opt) {
   if (!opt.per_device_per_process)
     throw error("devices on nodes need process mode (graph_option::per_device_per_process)");
-  if (opt.key_file.empty())
-    throw error("graph_option::nodes needs graph_option::key_file, this controller's identity "
-                "(ag-keygen)");
+  if (opt.node_streams > max_node_streams)
+    throw error("graph_option::node_streams " + std::to_string(opt.node_streams)
+                + " is more than " + std::to_string(max_node_streams));
 }
 
 // CAF keeps a reference to the actor system's logger in a thread-local of every thread that
@@ -136,7 +122,7 @@ public:
       !opt_.nodes.empty()
       || std::any_of(opt_.devices.begin(), opt_.devices.end(), [](auto& d) { return !d.local(); });
     if (with_nodes)
-      check_nodes(opt_, opt_.devices);
+      check_node_options(opt_);
     // Children on nodes read their batches from the sockets, and so, for now, do local ones.
     const bool shm = opt_.transport == transport::shared_memory && !with_nodes;
     if (opt_.transport != transport::shared_memory && opt_.transport != transport::sockets)
@@ -157,10 +143,15 @@ public:
     executor_setup setup;
     setup.devices = devices_;
     if (opt_.per_device_per_process) {
+      if (with_nodes) { // before anything is created: its errors name the options
+        auto lanes = devices_;
+        lanes.insert(lanes.begin(), device::cpu());
+        nodes_.emplace(opt_.nodes, opt_.key_file, std::move(lanes));
+      }
       env_.emplace(opt_.store_bytes, devices_.size(), opt_.runner_path, shm ? opt_.ring_bytes : 0,
                    opt_.spin_wait);
-      if (with_nodes)
-        open_nodes();
+      if (nodes_)
+        nodes_->open(*env_, env_->file("trusted.pem"), opt_.node_streams);
       setup.process = env_->setup();
       if (shm)
         board_ = &env_->setup().channel->board();
@@ -200,7 +191,7 @@ public:
       cfg_->set("scheduler.max-threads", 2);
       cfg_->set("logger.console", caf::atom("none"));
       if (with_nodes)
-        configure_node_network(*cfg_, *identity_, env_->file("trusted.pem"), opt_.node_timeout);
+        nodes_->configure(*cfg_, env_->file("trusted.pem"), opt_.node_timeout);
       owned_.emplace(*cfg_);
       sys_ = &*owned_;
     } else {
@@ -214,14 +205,8 @@ public:
       // Who the nodes serve: this runtime, for as long as it lives (or its process does).
       presence_ = sys_->spawn([] { return caf::behavior{[](stats_atom) {}}; });
       try {
-        auto lanes = devices_;
-        lanes.insert(lanes.begin(), device::cpu());
-        auto& net = *env_->setup().network;
-        net.lane_proxy.assign(lanes.size(), caf::actor{});
-        for (auto& [lane, proxy] :
-             start_node_lanes(*sys_, presence_, net, lanes, store().size(), opt_.start_timeout,
-                              stop_timeout(opt_.wait_timeout)))
-          net.lane_proxy[lane] = caf::actor_cast<caf::actor>(proxy);
+        nodes_->start(*sys_, presence_, *env_, store().size(), opt_.start_timeout,
+                      stop_timeout(opt_.wait_timeout));
       } catch (...) {
         caf::anon_send_exit(presence_, caf::exit_reason::user_shutdown);
         forget_thread_logger();
@@ -364,29 +349,6 @@ public:
   const graph_option& option() const noexcept { return opt_; }
 
 private:
-  // With nodes: this controller's identity, the nodes' public halves (their certificates for TLS,
-  // their CURVE keys for the data plane), and where each node's children reach this machine.
-  void open_nodes() {
-    identity_ = load_identity(opt_.key_file);
-    std::map<std::string, std::string> allowed;
-    std::vector<std::string> files;
-    std::vector<network_setup::node_target> targets;
-    for (const auto& n : opt_.nodes) {
-      const auto pub = load_public(n.public_key_file);
-      if (!allowed.emplace(pub.curve_public, n.name).second)
-        throw error("node " + n.name + ": its public key is another node's too");
-      files.push_back(n.public_key_file);
-      const auto [host, port] = parse_tcp_endpoint(n.endpoint, "node " + n.name + ": endpoint");
-      targets.push_back({n.name, host, port, local_address_towards(host, port)});
-    }
-    write_trust_file(env_->file("trusted.pem"), files);
-    std::vector<std::string> lane_node(devices_.size() + 1);
-    for (std::size_t i = 0; i < devices_.size(); ++i)
-      lane_node[device_lane(i)] = devices_[i].node_name();
-    env_->open_network(identity_->pub.curve_public, identity_->curve_secret, allowed,
-                       std::move(lane_node), std::move(targets));
-  }
-
   // The host store: shared with the children in process mode, this process's memory otherwise.
   tensor_store& store() noexcept { return env_ ? env_->store() : store_; }
 
@@ -481,7 +443,7 @@ private:
   completion_board* board_ = nullptr;        // the shared-memory path: where waits are answered
   std::optional<board_waits> board_waits_;   // and how
   std::optional<process_env> env_; // process mode: directory, shared store, clean-up
-  std::optional<identity> identity_; // with nodes
+  std::optional<node_setup> nodes_;  // with nodes
   tensor_store store_;              // thread mode
   std::optional<caf::actor_system_config> cfg_;
   std::optional<caf::actor_system> owned_;

@@ -42,26 +42,66 @@ struct subscriber_state {
     self->send(pusher, received_atom::value, executes);
   }
   bool broken = false;  // after a protocol error nothing more is run
-  // A node's child: its store, and the last Data-in id of its lane (their own sequence).
+  // A node's child: its store, and the last Data-in id of its lane (their own sequence); with
+  // data streams, their sockets and the last id each delivered.
   std::optional<node_child> node;
   uint64_t last_data_id = 0;
+  std::vector<zmq::socket_t> streams;
+  std::vector<uint64_t> stream_last;
+  // Start-up: the pusher hears of a Hello once the broadcast and every data stream carried one
+  // (a PUB drops what it sends before a subscription arrives, on each connection alike).
+  bool heard_hello = false;
+  std::vector<bool> stream_heard;
+  bool hello_told = false;
+
+  void maybe_tell_hello(caf::event_based_actor* self) {
+    if (hello_told || !heard_hello)
+      return;
+    for (bool h : stream_heard)
+      if (!h)
+        return;
+    hello_told = true;
+    self->send(pusher, hello_atom::value);
+  }
 
   static inline const char* name = "ag.subscriber";
 };
 
 using subscriber_actor = caf::stateful_actor<subscriber_state>;
 
-// Data-in: bytes of the store the lane's next batches read, copied in before they run.
-void take_data(subscriber_state& st, zmqs::received& r) {
+// How long a child waits, at a Data-sent, for the pieces still on their way on the data streams.
+constexpr std::chrono::seconds data_wait{30};
+
+// Data-in: bytes of the store the lane's next batches read, copied in before they run. `stream`:
+// the data stream it came on (-1: the broadcast connection), whose ids go up by the streams'
+// count.
+void take_data(subscriber_state& st, zmqs::received& r, int stream = -1) {
   if (!st.node)
     throw error("wire: data_in to a child that is not on a node");
+  if (stream >= 0 && r.head.type == wire::msg_type::hello) { // this stream's connection is up
+    st.stream_heard[static_cast<std::size_t>(stream)] = true;
+    return;
+  }
+  if (r.head.type != wire::msg_type::data_in)
+    throw error("wire: " + wire::to_string(r.head.type) + " on a data stream");
   if (r.head.lane != st.lane)
     throw error("wire: data_in of lane " + std::to_string(r.head.lane) + " to the child of lane "
                 + std::to_string(st.lane));
-  if (r.head.id != st.last_data_id + 1)
-    throw error("wire: data_in gap: expected id " + std::to_string(st.last_data_id + 1) + ", got "
+  uint64_t expected = st.last_data_id + 1;
+  if (stream >= 0) {
+    const auto k = static_cast<uint64_t>(stream);
+    const auto last = st.stream_last[k];
+    expected = last == 0 ? k + 1 : last + st.streams.size();
+  } else if (!st.streams.empty()) {
+    throw error("wire: data_in on the broadcast connection of a child with data streams");
+  }
+  if (r.head.id != expected)
+    throw error("wire: data_in gap: expected id " + std::to_string(expected) + ", got "
                 + std::to_string(r.head.id));
-  st.last_data_id = r.head.id;
+  if (stream >= 0)
+    st.stream_last[static_cast<std::size_t>(stream)] = r.head.id;
+  else
+    st.last_data_id = r.head.id;
   const auto piece = wire::decode_data(r.body.data(), r.body.size());
   if (piece.offset > st.node->store_size || piece.size > st.node->store_size - piece.offset)
     throw error("wire: data_in to store range [" + std::to_string(piece.offset) + ", +"
@@ -69,6 +109,43 @@ void take_data(subscriber_state& st, zmqs::received& r) {
                 + std::to_string(st.node->store_size) + "-byte store");
   if (piece.size > 0)
     std::memcpy(st.node->store_base + piece.offset, piece.bytes, piece.size);
+}
+
+// Whether every Data-in piece up to `upto` has arrived.
+bool have_data(const subscriber_state& st, uint64_t upto) {
+  const uint64_t n = st.streams.size();
+  if (n == 0)
+    return st.last_data_id >= upto;
+  for (uint64_t k = 0; k < n; ++k) // stream k carries ids k + 1, k + 1 + n, ...
+    if (upto >= k + 1 && st.stream_last[k] < k + 1 + (upto - 1 - k) / n * n)
+      return false;
+  return true;
+}
+
+// Takes what the data streams hold; waits up to `wait` for the first.
+void drain_streams(subscriber_state& st, std::chrono::milliseconds wait) {
+  for (std::size_t k = 0; k < st.streams.size(); ++k)
+    zmqs::drain(
+      st.streams[k], [&](zmqs::received& r) { take_data(st, r, static_cast<int>(k)); }, wait);
+}
+
+// Data-sent: the batches after it read pieces up to `upto`; they run once those are here.
+void await_data(subscriber_state& st, const zmqs::received& r) {
+  if (!st.node || r.head.lane != st.lane)
+    throw error("wire: data_sent of lane " + std::to_string(r.head.lane) + " to the child of lane "
+                + std::to_string(st.lane));
+  const auto deadline = std::chrono::steady_clock::now() + data_wait;
+  while (!have_data(st, r.head.id)) {
+    if (st.streams.empty() || std::chrono::steady_clock::now() > deadline)
+      throw error("wire: data_sent names piece " + std::to_string(r.head.id) + " of lane "
+                  + std::to_string(st.lane) + ", which did not arrive"
+                  + (st.streams.empty() ? "" : " within 30 s"));
+    std::vector<zmq::socket_t*> socks;
+    for (auto& s : st.streams)
+      socks.push_back(&s);
+    if (!zmqs::wait_any(socks).empty())
+      drain_streams(st, std::chrono::milliseconds{0});
+  }
 }
 
 void handle(subscriber_actor* self, zmqs::received& r) {
@@ -80,6 +157,10 @@ void handle(subscriber_actor* self, zmqs::received& r) {
   }
   if (r.head.type == wire::msg_type::data_in) {
     take_data(st, r);
+    return;
+  }
+  if (r.head.type == wire::msg_type::data_sent) {
+    await_data(st, r);
     return;
   }
   // A child may join after the first Hellos: the first message it hears must be a Hello, and from
@@ -96,7 +177,8 @@ void handle(subscriber_actor* self, zmqs::received& r) {
   st.last_id = r.head.id;
   switch (r.head.type) {
     case wire::msg_type::hello:
-      self->send(st.pusher, hello_atom::value);
+      st.heard_hello = true;
+      st.maybe_tell_hello(self);
       return;
     case wire::msg_type::execute: {
       if (ring)
@@ -141,25 +223,49 @@ caf::behavior subscriber(subscriber_actor* self, std::shared_ptr<zmq::context_t>
     std::vector<std::string> prefixes;
     for (auto t : {wire::msg_type::hello, wire::msg_type::execute, wire::msg_type::destroy})
       prefixes.push_back(std::string(wire::encode_header({t, 0}).data(), 4));
-    prefixes.push_back(
-      std::string(wire::encode_header({wire::msg_type::data_in, 0, lane}).data(), 8));
+    const auto lane_prefix = [&](wire::msg_type t) {
+      return std::string(wire::encode_header({t, 0, lane}).data(), 8);
+    };
+    prefixes.push_back(lane_prefix(wire::msg_type::data_sent));
+    if (node->data_endpoints.empty())
+      prefixes.push_back(lane_prefix(wire::msg_type::data_in));
     zmqs::curve_keys keys{node->public_key, node->secret_key, node->server_key};
     st.sock = zmqs::subscriber(*st.ctx, endpoint, &keys, prefixes);
+    for (const auto& at : node->data_endpoints)
+      st.streams.push_back(zmqs::subscriber(*st.ctx, at, &keys,
+                                            {lane_prefix(wire::msg_type::data_in), prefixes[0]}));
+    st.stream_last.assign(st.streams.size(), 0);
+    st.stream_heard.assign(st.streams.size(), false);
     st.node = std::move(node);
   } else {
     st.sock = zmqs::subscriber(*st.ctx, endpoint);
   }
   return poll_loop(self, [=] {
     auto& st = self->state;
-    zmqs::drain( // a protocol error is reported once, and the drain goes on (for a Destroy)
-      *st.sock, [&](zmqs::received& r) { handle(self, r); },
-      [&](const std::exception& e) {
-        if (st.broken)
-          return;
-        st.broken = true;
-        self->send(st.pusher, failed_atom::value, st.lane, uint64_t{0},
-                   std::string{"protocol error: "} + e.what());
-      });
+    auto on_error = [&](const std::exception& e) {
+      if (st.broken)
+        return;
+      st.broken = true;
+      self->send(st.pusher, failed_atom::value, st.lane, uint64_t{0},
+                 std::string{"protocol error: "} + e.what());
+    };
+    auto wait = zmqs::drain_wait;
+    if (!st.streams.empty()) { // the data streams first: what the broadcast's batches wait for
+      std::vector<zmq::socket_t*> socks{&*st.sock};
+      for (auto& s : st.streams)
+        socks.push_back(&s);
+      (void)zmqs::wait_any(socks);
+      try {
+        if (!st.broken)
+          drain_streams(st, std::chrono::milliseconds{0});
+      } catch (const std::exception& e) {
+        on_error(e);
+      }
+      st.maybe_tell_hello(self);
+      wait = std::chrono::milliseconds{0};
+    }
+    // A protocol error is reported once, and the drain goes on (for a Destroy).
+    zmqs::drain(*st.sock, [&](zmqs::received& r) { handle(self, r); }, on_error, wait);
     st.report(self, true);
   });
 }

@@ -13,6 +13,7 @@ std::string to_string(msg_type t) {
     case msg_type::execute: return "execute";
     case msg_type::destroy: return "destroy";
     case msg_type::data_in: return "data_in";
+    case msg_type::data_sent: return "data_sent";
     case msg_type::ready: return "ready";
     case msg_type::done: return "done";
     case msg_type::failed: return "failed";
@@ -30,6 +31,7 @@ bool known(msg_type t) {
     case msg_type::execute:
     case msg_type::destroy:
     case msg_type::data_in:
+    case msg_type::data_sent:
     case msg_type::ready:
     case msg_type::done:
     case msg_type::failed:
@@ -57,7 +59,9 @@ void check_device(const device& d, const char* name) {
                 + ")");
 }
 
-bool carries_lane(msg_type t) { return t == msg_type::data_in || t == msg_type::data_out; }
+bool carries_lane(msg_type t) {
+  return t == msg_type::data_in || t == msg_type::data_sent || t == msg_type::data_out;
+}
 
 // Big-endian, whatever this machine's order.
 void put_be(unsigned char* p, uint64_t x, int bytes) noexcept {

@@ -32,6 +32,10 @@ enum class msg_type : uint8_t {
   // controller -> a node's child (its own PUB over TCP, filtered by lane): bytes of the store
   // that the lane's next batches read, for the child's store (which is its node's own)
   data_in = 4,
+  // controller -> a node's child, on the broadcast connection right before an Execute whose batch
+  // for that lane reads store bytes: the id of the last Data-in piece it needs (lane-filtered).
+  // With data streams the pieces come on other connections: the child waits for them here.
+  data_sent = 5,
   // child -> controller (PUSH/PULL)
   ready = 16,  // devicesReady: the child's stream exists and its SUB connection is up
   done = 17,   // a batch ran: the lane's operator count and its device bytes
@@ -46,8 +50,9 @@ std::string to_string(msg_type t);
 
 struct header {
   msg_type type = msg_type::hello;
-  uint64_t id = 0; // per sender, +1 per message; data_in: per lane, +1 per message
-  uint32_t lane = 0; // data_in and data_out: whose bytes they are; 0 in every other message
+  uint64_t id = 0; // per sender, +1 per message; data_in: per lane, +1 per message; data_sent:
+                   // the last data_in id sent to the lane
+  uint32_t lane = 0; // data_in, data_sent, data_out: whose they are; 0 in every other message
 };
 
 // data_in and data_out bodies: the store offset (8 bytes), then the bytes. The largest piece one
@@ -83,13 +88,16 @@ struct startup_args {
   std::string curve_server_key; // the controller's public key
   std::string curve_public;
   std::string curve_secret;
+  // A node's child: where it subscribes to its lane's Data-in pieces, one connection each (piece
+  // id i on endpoint (i - 1) % n). Empty: they come on pub_endpoint.
+  std::vector<std::string> data_endpoints;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, startup_args& x) {
   return f(caf::meta::type_name("startup_args"), x.version, x.pub_endpoint, x.pull_endpoint,
            x.where, x.lane, x.store_name, x.store_bytes, x.parent_pid, x.timeline_part,
-           x.curve_server_key, x.curve_public, x.curve_secret);
+           x.curve_server_key, x.curve_public, x.curve_secret, x.data_endpoints);
 }
 
 struct execute_msg {

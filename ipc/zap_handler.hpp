@@ -3,9 +3,10 @@
 // context from a list of allowed public keys, each with the name it is known by (a node's name),
 // which becomes the User-Id of every message that peer sends. A peer it refuses is logged with its
 // address. It runs on a thread of its own and must be up before any CURVE server socket binds:
-// libzmq lets every client in when no handler is bound. It also watches the handshakes of the
-// sockets it is given (a socket monitor), so that a peer that never reaches it (plaintext, or
-// speaking garbage) is logged with its address too.
+// libzmq lets every client in when no handler is bound. It also watches the connections of the
+// sockets it is given (a socket monitor), so that a peer that never reaches it (plaintext, the
+// wrong server key, garbage) is logged too, with the address the accepted connection came from
+// (libzmq's handshake events name only the listening endpoint).
 #pragma once
 
 #include <atomic>
@@ -40,8 +41,20 @@ public:
   void watch(zmq::socket_t& server, const std::string& what);
 
 private:
+  // One watched socket: its monitor, and each accepted connection not yet through its handshake.
+  struct watched {
+    void* monitor = nullptr;
+    std::string what;
+    struct pending {
+      std::string peer;    // "tcp://1.2.3.4:5678"
+      std::string failure; // why its handshake failed, once it did
+      bool told = false;   // the ZAP handler logged it already
+    };
+    std::map<int, pending> connections; // by file descriptor
+  };
+
   void run(void* sock);
-  void take_event(void* monitor, const std::string& what);
+  void take_event(watched& w);
 
   std::map<std::string, std::string> allowed_;
   std::function<void(const std::string&)> log_;
@@ -50,8 +63,8 @@ private:
   void* sock_ = nullptr;
   zmq::context_t* ctx_ = nullptr;
   std::mutex mutex_; // guards added_: monitors handed to the thread
-  std::vector<std::pair<void*, std::string>> added_;
-  std::vector<std::pair<void*, std::string>> monitors_; // the thread's own
+  std::vector<watched> added_;
+  std::vector<watched> monitors_; // the thread's own
   std::thread thread_;
 };
 

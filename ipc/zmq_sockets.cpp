@@ -101,10 +101,11 @@ std::string received::user() const {
   return u ? u : "";
 }
 
-void send_data(zmq::socket_t& sock, wire::msg_type type, uint32_t lane, uint64_t& next_id,
-               uint64_t offset, const char* data, std::size_t size) {
+void send_data(const std::vector<zmq::socket_t*>& socks, wire::msg_type type, uint32_t lane,
+               uint64_t& next_id, uint64_t offset, const char* data, std::size_t size) {
   std::size_t at = 0;
   do { // an empty range still sends one frame: nothing waits for bytes that never come
+    zmq::socket_t& sock = *socks[(next_id - 1) % socks.size()];
     const std::size_t n = std::min(wire::max_data_piece, size - at);
     const auto head = wire::encode_header({type, next_id++, lane});
     zmq::message_t body(wire::data_offset_bytes + n);

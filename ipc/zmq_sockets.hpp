@@ -51,9 +51,14 @@ uint16_t bound_port(zmq::socket_t& sock);
 void send(zmq::socket_t& sock, const wire::header& h, const wire::bytes& body);
 
 // Sends bytes [data, data + size) of the store at `offset` as Data-in or Data-out frames of `lane`,
-// wire::max_data_piece at a time; `next_id` numbers them (Data-in: the lane's own sequence).
-void send_data(zmq::socket_t& sock, wire::msg_type type, uint32_t lane, uint64_t& next_id,
-               uint64_t offset, const char* data, std::size_t size);
+// wire::max_data_piece at a time; `next_id` numbers them (Data-in: the lane's own sequence). Over
+// several sockets (data streams), piece id i goes on socks[(i - 1) % socks.size()].
+void send_data(const std::vector<zmq::socket_t*>& socks, wire::msg_type type, uint32_t lane,
+               uint64_t& next_id, uint64_t offset, const char* data, std::size_t size);
+inline void send_data(zmq::socket_t& sock, wire::msg_type type, uint32_t lane, uint64_t& next_id,
+                      uint64_t offset, const char* data, std::size_t size) {
+  send_data(std::vector<zmq::socket_t*>{&sock}, type, lane, next_id, offset, data, size);
+}
 
 struct received {
   wire::header head;

@@ -1,21 +1,27 @@
 // ag-bench: actorgraph against its hardware floors, measured in one run (docs/BENCHMARKS.md).
 //
-//   ag-bench [--devices=cuda:0|sim:0|cuda:0,cuda:1,...] [--mode=thread|process|both]
+//   ag-bench [--devices=cuda:0|sim:0|cuda:0,cuda:1,...] [--mode=thread|process|both|node|all]
 //            [--transport=shared_memory|sockets|both] [--spin-us=US] [--quick] [--sweep]
 //            [--json=FILE]
 //            [--timeline=FILE] [--config-file=FILE] [--version] [--help]
 //
 // Floors: back-to-back launches of the elementwise add on a raw CUDA stream, and one launch with
-// its synchronize; a raw cppzmq ipc round trip and one-way stream between two processes (the
-// socket pattern of process mode); a shared-memory ping-pong between two processes (spinning, on
-// a futex, and spinning then sleeping as the runtime's waits do); host-to-device copies from
-// registered memory; cuBLAS SGEMM.
+// its synchronize; raw cppzmq round trips, one-way streams of small messages and of 4 MiB pieces
+// between two processes (the socket pattern of process mode), over ipc://, TCP loopback and TCP
+// loopback with CURVE; a shared-memory ping-pong between two processes (spinning, on a futex, and
+// spinning then sleeping as the runtime's waits do); host-to-device copies from registered
+// memory; cuBLAS SGEMM.
 // actorgraph, in each mode: streamed per-operator time (an add of 4096 floats per call on every
 // device, then one sync), the sync round trip ((a + b).to_vector()), start-up to ready,
 // host-to-device bandwidth of a cpu tensor's .to(device), matmul TFLOP/s, and the CPU the runtime
 // (controller and children) takes while idle. Each mode runs on the shared-memory path and on the
 // sockets alone (graph_option::transport). Every figure is printed with its ratio to its floor. On
 // sim devices the CUDA floors are n/a.
+// --mode=node (or all, with thread and process) measures a node instead (docs/NODES.md): an
+// ag-node on 127.0.0.1 started beside ag-bench with identities made by the ag-keygen beside it,
+// lending the first --devices entry (n1/sim:0 for sim:0); its sync and read round trips against
+// the TCP+CURVE round-trip floor, its upload and download bandwidth against the TCP bulk floors.
+// The node's children always run on the sockets path: --transport does not apply to it.
 // --sweep adds per-operator time against the number of operators per sync (the plot in
 // docs/BENCHMARKS.md); --quick makes a run of well under a minute on sim devices.
 // Exit codes (README.md, "Exit codes"): 0 measured, 1 a measurement failed or gave a wrong result,
@@ -42,6 +48,8 @@
 
 #include <actorgraph/actorgraph.hpp>
 
+#include "apps/ag-bench/local_node.hpp"
+#include "apps/ag-bench/node_bench.hpp"
 #include "apps/ag-bench/stats.hpp"
 #include "apps/app_config.hpp"
 #include "apps/ag-bench/shm_floor.hpp"
@@ -66,7 +74,9 @@ public:
   bench_config() : ag::app::config("ag-bench", true) {
     opt_group{custom_options_, "global"}
       .add(devices, "devices,d", "devices (default: cuda:0 when there is a GPU, else sim:0)")
-      .add(mode, "mode,m", "thread, process or both")
+      .add(mode, "mode,m",
+           "thread, process, both (thread and process), node (the first device, lent by an "
+           "ag-node that ag-bench starts on 127.0.0.1) or all (thread, process and node)")
       .add(transport, "transport", "shared_memory, sockets or both")
       .add(spin_us, "spin-us", "graph_option::spin_wait of the shared-memory path (default 50)")
       .add(quick, "quick,q", "fewer and smaller repetitions (a run of under a minute on sim)")
@@ -130,7 +140,9 @@ struct floor_figures {
   std::optional<ag::floors::launch_floor> launch;
   std::optional<double> h2d_gbps;
   std::optional<double> sgemm_tflops;
-  std::optional<ag::bench::zmq_floor> zmq;
+  std::optional<ag::bench::zmq_floor> zmq; // over ipc://
+  std::optional<ag::bench::zmq_floor> zmq_tcp;
+  std::optional<ag::bench::zmq_floor> zmq_tcp_curve;
   std::optional<ag::bench::shm_floor> shm;
 };
 
@@ -300,7 +312,9 @@ floor_figures measure_floors(const std::vector<ag::device>& devices, const std::
     f.h2d_gbps = ag::floors::h2d_registered_gbps(d.index, n.h2d_bytes, n.h2d_repeats);
     f.sgemm_tflops = ag::floors::sgemm_tflops(d.index, n.matmul_n, n.matmul_repeats);
   }
-  f.zmq = ag::bench::measure_zmq_floor(self, quick);
+  f.zmq = ag::bench::measure_zmq_floor(self, ag::bench::zmq_path::ipc, quick);
+  f.zmq_tcp = ag::bench::measure_zmq_floor(self, ag::bench::zmq_path::tcp, quick);
+  f.zmq_tcp_curve = ag::bench::measure_zmq_floor(self, ag::bench::zmq_path::tcp_curve, quick);
   f.shm = ag::bench::measure_shm_floor(quick);
   return f;
 }
@@ -328,6 +342,18 @@ struct row {
 
 double ratio(double x, double floor) { return std::isnan(x) || std::isnan(floor) ? NAN : x / floor; }
 
+// The zmq floors of each path, on one line each.
+void print_zmq_floors(const floor_figures& f) {
+  for (const auto* z : {&f.zmq, &f.zmq_tcp, &f.zmq_tcp_curve})
+    if (*z)
+      std::printf("  zmq %-9s round trip %s us, streamed %s us/msg, bulk %s GB/s (%zu MiB in 4 MiB "
+                  "pieces)\n",
+                  ag::bench::to_string((*z)->path), num((*z)->round_trip_us).c_str(),
+                  num((*z)->streamed_us_per_msg, 3).c_str(), num((*z)->bulk_gbps).c_str(),
+                  (*z)->bulk_bytes >> 20);
+  std::printf("\n");
+}
+
 void print_table(const std::vector<row>& rows) {
   std::printf("%-34s %-8s %9s %9s %9s %9s %9s  %-34s %8s %8s  %s\n", "measure", "unit", "thread",
               "process", "thr/sock", "proc/sock", "floor", "floor is", "thr/flr", "proc/flr",
@@ -340,11 +366,83 @@ void print_table(const std::vector<row>& rows) {
                 num(ratio(r.process, r.floor)).c_str(), r.target.c_str());
 }
 
+// One figure of the node measurement (--mode=node): a device on an ag-node of this machine.
+struct node_row {
+  std::string what;
+  std::string unit;
+  double value = NAN, floor = NAN;
+  std::string floor_name;
+  std::string target; // "<= 1.2", ...
+};
+
+std::vector<node_row> make_node_rows(const ag::bench::node_figures& f, const floor_figures& fl) {
+  const double curve_rt = fl.zmq_tcp_curve ? fl.zmq_tcp_curve->round_trip_us : NAN;
+  const double tcp_bulk = fl.zmq_tcp ? fl.zmq_tcp->bulk_gbps : NAN;
+  const double curve_bulk = fl.zmq_tcp_curve ? fl.zmq_tcp_curve->bulk_gbps : NAN;
+  return {
+    {"sync round trip (add, sync())", "us", f.sync_round_trip_us, curve_rt,
+     "zmq tcp+CURVE round trip", "<= 1.2"},
+    {"read round trip (a + b).to_vector()", "us", f.read_round_trip_us, curve_rt,
+     "zmq tcp+CURVE round trip", ""},
+    {"start-up to ready", "ms", f.startup_ms, 1000.0, "the 1 s target", ""},
+    {"upload, cpu tensor .to(node)", "GB/s", f.upload_gbps, tcp_bulk, "zmq tcp bulk, 4 MiB pieces",
+     ">= 0.8"},
+    {"  against the CURVE floor", "GB/s", f.upload_gbps, curve_bulk, "zmq tcp+CURVE bulk", ""},
+    {"download, node tensor .to(cpu)", "GB/s", f.download_gbps, tcp_bulk,
+     "zmq tcp bulk, 4 MiB pieces", ""},
+    {"  against the CURVE floor", "GB/s", f.download_gbps, curve_bulk, "zmq tcp+CURVE bulk", ""},
+  };
+}
+
+void print_node_table(const std::string& device, const std::vector<node_row>& rows) {
+  std::printf("node: %s, an ag-node on 127.0.0.1 (control: CAF over TLS; data: ZMQ over TCP "
+              "with CURVE)\n",
+              device.c_str());
+  std::printf("%-38s %-6s %9s %9s  %-28s %8s  %s\n", "measure", "unit", "node", "floor",
+              "floor is", "node/flr", "target");
+  for (const auto& r : rows)
+    std::printf("%-38s %-6s %9s %9s  %-28s %8s  %s\n", r.what.c_str(), r.unit.c_str(),
+                num(r.value).c_str(), num(r.floor).c_str(), r.floor_name.c_str(),
+                num(ratio(r.value, r.floor)).c_str(), r.target.c_str());
+}
+
 std::string json_num(double x) { return std::isnan(x) ? "null" : num(x, 4); }
+
+// {"round_trip_us": ..., "streamed_us_per_msg": ..., "bulk_gbps": ...}, or null.
+std::string json_zmq(const std::optional<ag::bench::zmq_floor>& z) {
+  if (!z)
+    return "null";
+  return "{\"round_trip_us\": " + json_num(z->round_trip_us) + ", \"streamed_us_per_msg\": "
+         + json_num(z->streamed_us_per_msg) + ", \"bulk_gbps\": " + json_num(z->bulk_gbps)
+         + ", \"bulk_bytes\": " + std::to_string(z->bulk_bytes) + "}";
+}
+
+// "node": the node figures (null when not measured), "node_rows": their rows.
+void write_json_node(std::ostringstream& o, const std::optional<ag::bench::node_figures>& node,
+                     const std::vector<node_row>& rows) {
+  o << ",\n  \"node\": ";
+  if (!node)
+    o << "null";
+  else
+    o << "{\"device\": \"" << node->device << "\", \"startup_ms\": " << json_num(node->startup_ms)
+      << ", \"sync_round_trip_us\": " << json_num(node->sync_round_trip_us)
+      << ", \"read_round_trip_us\": " << json_num(node->read_round_trip_us)
+      << ", \"upload_gbps\": " << json_num(node->upload_gbps)
+      << ", \"download_gbps\": " << json_num(node->download_gbps) << "}";
+  o << ",\n  \"node_rows\": [";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    o << (i ? "," : "") << "\n    {\"what\": \"" << r.what << "\", \"unit\": \"" << r.unit
+      << "\", \"node\": " << json_num(r.value) << ", \"floor\": " << json_num(r.floor)
+      << ", \"floor_is\": \"" << r.floor_name << "\", \"target\": \"" << r.target << "\"}";
+  }
+  o << (rows.empty() ? "]" : "\n  ]");
+}
 
 void write_json(const std::string& path, const std::string& devices, bool quick,
                 const std::vector<row>& rows, const std::map<std::string, mode_figures>& modes,
-                const floor_figures& fl) {
+                const floor_figures& fl, const std::optional<ag::bench::node_figures>& node,
+                const std::vector<node_row>& node_rows) {
   std::ostringstream o;
   o << "{\n  \"devices\": \"" << devices << "\",\n  \"quick\": " << (quick ? "true" : "false")
     << ",\n  \"floors\": {\"launch_us\": " << json_num(fl.launch ? fl.launch->back_to_back_us : NAN)
@@ -356,7 +454,9 @@ void write_json(const std::string& path, const std::string& devices, bool quick,
     << ", \"shm_round_trip_us\": " << json_num(fl.shm ? fl.shm->spin_us : NAN)
     << ", \"shm_futex_round_trip_us\": " << json_num(fl.shm ? fl.shm->futex_us : NAN)
     << ", \"shm_spin_then_futex_round_trip_us\": "
-    << json_num(fl.shm ? fl.shm->spin_then_futex_us : NAN) << "},\n  \"modes\": {";
+    << json_num(fl.shm ? fl.shm->spin_then_futex_us : NAN)
+    << ", \"zmq\": {\"ipc\": " << json_zmq(fl.zmq) << ", \"tcp\": " << json_zmq(fl.zmq_tcp)
+    << ", \"tcp_curve\": " << json_zmq(fl.zmq_tcp_curve) << "}},\n  \"modes\": {";
   bool first = true;
   for (const auto& [name, f] : modes) {
     o << (first ? "" : ",") << "\n    \"" << name << "\": {\"startup_ms\": "
@@ -381,7 +481,9 @@ void write_json(const std::string& path, const std::string& devices, bool quick,
       << ", \"process_sockets\": " << json_num(r.process_sockets)
       << ", \"floor\": " << json_num(r.floor) << ", \"target\": \"" << r.target << "\"}";
   }
-  o << "\n  ]\n}\n";
+  o << "\n  ]";
+  write_json_node(o, node, node_rows);
+  o << "\n}\n";
   std::ofstream out{path};
   out << o.str();
   if (!out.flush())
@@ -396,8 +498,9 @@ int start(int argc, char** argv) {
     return cfg.usage("unexpected argument \"" + cfg.remainder.front() + "\"");
   if (!cfg.zmq_peer.empty())
     return ag::bench::zmq_peer_main(cfg.zmq_peer);
-  if (cfg.mode != "thread" && cfg.mode != "process" && cfg.mode != "both")
-    return cfg.usage("--mode=" + cfg.mode + ": expected thread, process or both");
+  if (cfg.mode != "thread" && cfg.mode != "process" && cfg.mode != "both" && cfg.mode != "node"
+      && cfg.mode != "all")
+    return cfg.usage("--mode=" + cfg.mode + ": expected thread, process, both, node or all");
   if (cfg.transport != "shared_memory" && cfg.transport != "sockets" && cfg.transport != "both")
     return cfg.usage("--transport=" + cfg.transport + ": expected shared_memory, sockets or both");
   if (cfg.spin_us < 0 || cfg.spin_us > 1000000)
@@ -415,6 +518,9 @@ int start(int argc, char** argv) {
                                      [](const ag::device& d) { return d.is_cpu(); }))
     return cfg.usage("--devices=" + cfg.devices
                      + ": name the devices to measure (cuda:N or sim:N), not cpu or auto");
+  // A stop signal ends the runtimes' children and the node's (through ag-node) in order.
+  ag::bench::stop_local_node_on_signals();
+  ag::install_stop_signals();
   try {
     const sizes& n = cfg.quick ? quick_sizes : full_sizes;
     const std::string self = "/proc/self/exe";
@@ -431,12 +537,15 @@ int start(int argc, char** argv) {
       for (const bool process : {false, true}) {
         const std::string mode = process ? "process" : "thread";
         const std::string name = mode + (shm ? "" : "_sockets");
-        if (cfg.mode == "both" || cfg.mode == mode)
+        if (cfg.mode == "both" || cfg.mode == "all" || cfg.mode == mode)
           modes[name] = measure_mode(devices, process, transport,
                                      std::chrono::microseconds{cfg.spin_us}, n, cfg.sweep,
                                      cfg.timeline, name);
       }
     }
+    std::optional<ag::bench::node_figures> node;
+    if (cfg.mode == "node" || cfg.mode == "all")
+      node = ag::bench::measure_node(devices.front(), {n.round_trips, n.h2d_bytes, n.h2d_repeats});
     auto get = [&](const std::string& mode, double mode_figures::*field) {
       auto it = modes.find(mode);
       return it == modes.end() ? NAN : it->second.*field;
@@ -480,13 +589,22 @@ int start(int argc, char** argv) {
     };
     std::printf("floors: launch %s us back to back, %s us with sync; zmq ipc round trip %s us, "
                 "streamed %s us/msg; shared-memory round trip %s us spinning, %s us on a futex, "
-                "%s us spinning then sleeping\n\n",
+                "%s us spinning then sleeping\n",
                 num(launch).c_str(), num(launch_sync).c_str(), num(zmq_rt).c_str(),
                 num(floors.zmq ? floors.zmq->streamed_us_per_msg : NAN, 3).c_str(),
                 num(shm_rt).c_str(), num(floors.shm ? floors.shm->futex_us : NAN).c_str(),
                 num(floors.shm ? floors.shm->spin_then_futex_us : NAN).c_str());
-    print_table(rows);
-    if (cfg.sweep) {
+    print_zmq_floors(floors);
+    if (!modes.empty())
+      print_table(rows);
+    std::vector<node_row> node_rows;
+    if (node) {
+      node_rows = make_node_rows(*node, floors);
+      if (!modes.empty())
+        std::printf("\n");
+      print_node_table(node->device, node_rows);
+    }
+    if (cfg.sweep && !modes.empty()) {
       std::printf("\nper-operator time (us) against operators per sync, on %s:\n%10s",
                   devices.front().str().c_str(), "ops/sync");
       for (const auto& [name, f] : modes)
@@ -501,8 +619,11 @@ int start(int argc, char** argv) {
       }
     }
     if (!cfg.json.empty())
-      write_json(cfg.json, ag::to_string(devices), cfg.quick, rows, modes, floors);
+      write_json(cfg.json, ag::to_string(devices), cfg.quick, rows, modes, floors, node,
+                 node_rows);
   } catch (const cannot_run& e) {
+    return cfg.fail(ag::app::exit_cannot_run, e.what());
+  } catch (const ag::bench::cannot_start& e) {
     return cfg.fail(ag::app::exit_cannot_run, e.what());
   } catch (const std::exception& e) {
     return cfg.fail(ag::app::exit_failed, e.what());

@@ -7,7 +7,8 @@ Left: per-operator time against operators per sync, for each mode of each one-de
 the raw launch floor. Middle: streamed time per step (one add on every device) against the number
 of devices, for each mode, with the one-device figure as a dashed reference. Right: the sync round
 trip of each mode on each transport (shared memory, sockets) of the one-device runs, with the
-launch-and-sync, ZMQ and shared-memory floors of the same runs.
+launch-and-sync, ZMQ and shared-memory floors of the same runs. A fourth panel, only when a run
+measured a node (--mode=node or all): each node figure as its ratio to its floor of the same run.
 Needs matplotlib (Debian: python3-matplotlib).
 """
 import json
@@ -24,7 +25,10 @@ def main(argv):
         sys.exit(__doc__)
     out, paths = argv[1], argv[2:]
     runs = [json.load(open(p)) for p in paths]
-    fig, (left, right, trips) = plt.subplots(1, 3, figsize=(18, 4.8))
+    with_node = [run for run in runs if run.get("node")]  # older runs have no "node" key
+    panels = 4 if with_node else 3
+    fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 4.8))
+    left, right, trips = axes[:3]
 
     floor = None
     for run in runs:
@@ -92,9 +96,45 @@ def main(argv):
     trips.grid(True, axis="y", alpha=0.3)
     trips.legend(fontsize=8)
 
+    if with_node:
+        plot_node(axes[3], with_node)
+
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     print(f"wrote {out}")
+
+
+def node_ratios(run):
+    """{label: node / floor} of a run's node rows; an indented row is named after the one above."""
+    ratios, parent = {}, ""
+    for row in run.get("node_rows", []):
+        what = row["what"]
+        label = f"{parent}, {what.strip()}" if what.startswith(" ") else what
+        parent = parent if what.startswith(" ") else what
+        if row.get("node") and row.get("floor"):
+            ratios[label] = row["node"] / row["floor"]
+    return ratios
+
+
+def plot_node(ax, runs):
+    """Each node row's ratio to its floor (horizontal bars), one bar per run."""
+    per_run = [node_ratios(run) for run in runs]
+    labels = []
+    for ratios in per_run:
+        labels += [label for label in ratios if label not in labels]
+    height = 0.8 / len(runs)
+    for i, (run, ratios) in enumerate(zip(runs, per_run)):
+        ys = [j + i * height for j, label in enumerate(labels) if label in ratios]
+        ax.barh(ys, [ratios[label] for label in labels if label in ratios], height=height,
+                label=f"{run['node']['device']}, {run['devices']} run {i + 1}")
+    ax.axvline(1.0, color="black", linestyle="--", linewidth=1, label="the floor")
+    ax.set_yticks([j + height * (len(runs) - 1) / 2 for j in range(len(labels))])
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("node figure / its floor (round trips: lower is better; GB/s: higher)")
+    ax.set_title("a node on 127.0.0.1 against the TCP floors")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=8)
 
 
 if __name__ == "__main__":

@@ -57,26 +57,6 @@ public:
   }
 };
 
-// "n1=tcp://10.0.0.2:7100=keys/n1.public,n2=..." -> the nodes.
-std::vector<ag::node> parse_nodes(const std::string& text) {
-  std::vector<ag::node> out;
-  std::size_t at = 0;
-  while (at < text.size()) {
-    const auto comma = text.find(',', at);
-    const std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-    const auto first = item.find('=');
-    const auto last = item.rfind('=');
-    if (first == std::string::npos || first == last)
-      throw ag::error("--nodes: \"" + item + "\" is not NAME=tcp://HOST:PORT=PUBLIC_FILE");
-    out.push_back({item.substr(0, first), item.substr(first + 1, last - first - 1),
-                   item.substr(last + 1)});
-    if (comma == std::string::npos)
-      break;
-    at = comma + 1;
-  }
-  return out;
-}
-
 using clock_type = std::chrono::steady_clock;
 
 double ms_since(clock_type::time_point t0) {
@@ -160,7 +140,7 @@ mode_result run(caf::actor_system& sys, const demo_config& cfg,
   const auto t_start = clock_type::now();
   std::optional<ag::runtime> started;
   try {
-    opt.nodes = parse_nodes(cfg.nodes);
+    opt.nodes = ag::parse_nodes(cfg.nodes);
     opt.key_file = cfg.key;
     if (opt.nodes.empty())
       started.emplace(sys, opt);

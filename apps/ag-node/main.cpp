@@ -12,7 +12,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +30,7 @@
 #include "apps/app_config.hpp"
 #include "ipc/identity.hpp"
 #include "ipc/leftovers.hpp"
+#include "ipc/runtime_dir.hpp"
 
 namespace {
 
@@ -100,20 +101,14 @@ int start(int argc, char** argv) {
   }
   if (setup.controller_keys.empty())
     return cfg.usage("--allow names no controller");
-  // The peers' certificates in one file for TLS, in a directory of this process's own.
-  std::string dir_template = ag::tmp_dir() + "/ag-node-" + cfg.name + "-XXXXXX";
-  if (::mkdtemp(dir_template.data()) == nullptr)
-    return cfg.fail(ag::app::exit_cannot_run, "cannot make a directory under " + ag::tmp_dir());
-  const std::string dir = dir_template;
-  struct remove_dir {
-    std::string path;
-    ~remove_dir() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  } remove{dir};
-  const std::string trust = dir + "/trusted.pem";
+  // The peers' certificates in one file for TLS, in a runtime directory of this process's own
+  // (mode 0700, with its owner marker: what an ag-node killed leaves, the next one removes).
+  std::optional<ag::runtime_dir> dir;
+  std::string trust;
   try {
+    ag::remove_leftovers(ag::tmp_dir());
+    dir.emplace(ag::runtime_dir::create());
+    trust = dir->path() + "/trusted.pem";
     ag::write_trust_file(trust, allowed);
   } catch (const std::exception& e) {
     return cfg.fail(ag::app::exit_cannot_run, e.what());

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,9 @@
 #include <unistd.h>
 
 #include "actorgraph/actorgraph.hpp"
+#include "actors/node_setup.hpp"
 #include "actors/replay.hpp"
+#include "ipc/runtime_dir.hpp"
 #include "apps/app_config.hpp"
 #include "ipc/trace.hpp"
 
@@ -50,6 +53,8 @@ public:
   std::string expect;
   std::string digests;
   std::string runner;
+  std::string key;
+  std::string nodes;
 
   replay_config() : ag::app::config("ag-replay", true) {
     opt_group{custom_options_, "global"}
@@ -60,7 +65,10 @@ public:
       .add(timeout_ms, "timeout", "deadline in ms of every wait (start-up, each acknowledgement; at most a day)")
       .add(expect, "expect", "a digests file (--digests) the replay must reproduce")
       .add(digests, "digests", "write the digests to this file")
-      .add(runner, "runner", "the ag-runner program (default: found as the runtime finds it)");
+      .add(runner, "runner", "the ag-runner program (default: found as the runtime finds it)")
+      .add(key, "key", "with --nodes: this controller's identity (ag-keygen's NAME.secret)")
+      .add(nodes, "nodes", "machines running ag-node, NAME=tcp://HOST:PORT=NAME.public, comma-"
+                           "separated, for --devices such as NAME/sim:0 (process mode)");
     set("scheduler.max-threads", 2);
     set("logger.console", caf::atom("none"));
   }
@@ -169,6 +177,25 @@ int start(int argc, char** argv) {
       expected = read_text(cfg.expect);
   } catch (const std::exception& e) {
     return cfg.fail(ag::app::exit_usage, e.what());
+  }
+  // Devices on nodes: their identities and the actor system's TLS, before the system exists.
+  std::optional<ag::node_setup> nodes;
+  std::optional<ag::runtime_dir> scratch; // holds the trust file
+  if (!cfg.nodes.empty()) {
+    if (!opt.process)
+      return cfg.usage("--nodes: devices on nodes need --mode=process");
+    try {
+      auto lanes = trace.begin.lanes;
+      if (!opt.devices.empty() && opt.devices.size() + 1 == lanes.size())
+        std::copy(opt.devices.begin(), opt.devices.end(), lanes.begin() + 1);
+      nodes.emplace(ag::parse_nodes(cfg.nodes), cfg.key, std::move(lanes));
+      scratch.emplace(ag::runtime_dir::create());
+    } catch (const std::exception& e) {
+      return cfg.fail(ag::app::exit_cannot_run, e.what());
+    }
+    opt.nodes = &*nodes;
+    opt.trust_file = scratch->path() + "/trusted.pem";
+    nodes->configure(cfg, opt.trust_file, ag::graph_option{}.node_timeout);
   }
   ag::replay_report report;
   try {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace ag {
 
@@ -17,5 +18,9 @@ struct node {
   // talks to nothing that cannot prove it holds the secret half.
   std::string public_key_file;
 };
+
+// Parses "NAME=tcp://HOST:PORT=PUBLIC_FILE", comma-separated (a command line's --nodes): empty text
+// is no node. Throws ag::error naming an entry that is not of that shape.
+std::vector<node> parse_nodes(const std::string& text);
 
 } // namespace ag

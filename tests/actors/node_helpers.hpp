@@ -21,16 +21,20 @@
 
 namespace ag::test {
 
-// Runs `argv` with its output thrown away and waits for it (at most 30 s); its exit code, or -1.
-inline int run_program(const std::vector<std::string>& argv) {
+// Runs `argv` and waits for it (at most 30 s); its exit code, or -1. Its output (stdout and
+// stderr) goes to `log`, or is thrown away.
+inline int run_program(const std::vector<std::string>& argv, const std::string& log = "/dev/null") {
   std::vector<char*> args;
   for (const auto& a : argv)
     args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid == 0) {
-    if (FILE* null = std::fopen("/dev/null", "w"))
-      ::dup2(::fileno(null), 1);
+    if (FILE* out = std::fopen(log.c_str(), "w")) {
+      ::dup2(::fileno(out), 1);
+      if (log != "/dev/null")
+        ::dup2(::fileno(out), 2);
+    }
     ::execv(args[0], args.data());
     ::_exit(127);
   }
@@ -54,22 +58,26 @@ struct key_ring {
   }
 };
 
-// One ag-node on 127.0.0.1.
+// One ag-node, on 127.0.0.1 unless told otherwise.
 class node_process {
 public:
+  // `listen`: the address it listens on; `prefix`: what it is run through (ip netns exec NS).
   node_process(const std::string& name, const std::string& key_base,
-               const std::vector<std::string>& allowed_bases, int timeout_ms = 5000)
-    : name_(name) {
+               const std::vector<std::string>& allowed_bases, int timeout_ms = 5000,
+               const std::string& listen = "127.0.0.1",
+               const std::vector<std::string>& prefix = {})
+    : name_(name), host_(listen) {
     std::string allow;
     for (const auto& a : allowed_bases)
       allow += (allow.empty() ? "" : ",") + a + ".public";
-    std::vector<std::string> argv{AG_TEST_NODE,
+    std::vector<std::string> argv = prefix;
+    argv.insert(argv.end(), {AG_TEST_NODE,
                                   "--name=" + name,
-                                  "--listen=tcp://127.0.0.1:0",
+                                  "--listen=tcp://" + listen + ":0",
                                   "--key=" + key_base + ".secret",
                                   "--allow=" + allow,
                                   "--runner=" AG_TEST_RUNNER,
-                                  "--timeout-ms=" + std::to_string(timeout_ms)};
+                                  "--timeout-ms=" + std::to_string(timeout_ms)});
     int out[2];
     REQUIRE(::pipe(out) == 0);
     pid_ = ::fork();
@@ -99,7 +107,7 @@ public:
     }
     ::close(out[0]);
     const auto colon = line.rfind(':');
-    REQUIRE(line.find("listening on tcp://127.0.0.1:") != std::string::npos);
+    REQUIRE(line.find("listening on tcp://" + listen + ":") != std::string::npos);
     port_ = std::stoi(line.substr(colon + 1));
   }
   node_process(const node_process&) = delete;
@@ -109,7 +117,7 @@ public:
   pid_t pid() const noexcept { return pid_; }
   int port() const noexcept { return port_; }
   ag::node as_node(const std::string& key_base) const {
-    return {name_, "tcp://127.0.0.1:" + std::to_string(port_), key_base + ".public"};
+    return {name_, "tcp://" + host_ + ":" + std::to_string(port_), key_base + ".public"};
   }
 
   // The whole machine stops answering: ag-node and every child of it (SIGSTOP), each stopped
@@ -160,6 +168,7 @@ private:
   }
 
   std::string name_;
+  std::string host_;
   std::vector<pid_t> frozen_;
   pid_t pid_ = -1;
   int port_ = 0;

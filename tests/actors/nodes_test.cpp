@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "tests/actors/node_helpers.hpp"
 #include "tests/actors/process_helpers.hpp"
 #include "tests/actors/random_program.hpp"
+#include "ipc/sub_process.hpp"
 
 using namespace std::chrono_literals;
 using Catch::Matchers::Contains;
@@ -199,4 +201,61 @@ TEST_CASE("a node killed, or stopped, fails its devices within the deadline nami
   CHECK_THROWS_WITH(rt.full({4}, 1.0f, a).to_vector(), Contains("n1/sim:0"));
   CHECK(std::chrono::steady_clock::now() - t0 < 10s); // the node's deadline, not the wait's
   CHECK(rt.full({4}, 7.0f, b).to_vector() == std::vector<float>(4, 7.0f));
+}
+
+TEST_CASE("a controller killed: its children on the node exit within 2 s of the node's deadline, "
+          "and the node serves the next controller",
+          "[nodes]") {
+  cluster c;
+  node_process n1{"n1", c.k1, {c.ctl}, 1000};
+  ag::test::private_tmpdir tmp;
+  const auto node = n1.as_node(c.k1);
+  ::setenv("AG_TEST_NODE", (node.name + "=" + node.endpoint + "=" + node.public_key_file).c_str(), 1);
+  ::setenv("AG_TEST_KEY", (c.ctl + ".secret").c_str(), 1);
+  auto controller = ag::sub_process::spawn(AG_TEST_CONTROLLER, {tmp.path, "2"});
+  ::unsetenv("AG_TEST_NODE");
+  ::unsetenv("AG_TEST_KEY");
+  REQUIRE(ag::test::within(20000ms, [&] {
+    return ::access((tmp.path + "/ready").c_str(), F_OK) == 0;
+  }));
+  const auto children = ag::test::runner_children(n1.pid());
+  REQUIRE(children.size() == 2);
+  controller.kill(SIGKILL);
+  REQUIRE(controller.wait_for(5000ms));
+  // The node's deadline (1 s of silence, or at once on a closed connection), then 2 s.
+  CHECK(ag::test::all_exited_within(3000ms, children));
+  ::unlink((tmp.path + "/ready").c_str());
+  ag::runtime next{option(c, {&n1}, "n1/sim:0")};
+  CHECK(next.full({2}, 4.0f, ag::parse_device("n1/sim:0")).to_vector()
+        == std::vector<float>(2, 4.0f));
+}
+
+TEST_CASE("the golden traces replay with their device lanes on two nodes, to their digests",
+          "[nodes][trace]") {
+  cluster c;
+  node_process n1{"n1", c.k1, {c.ctl}};
+  node_process n2{"n2", c.k2, {c.ctl}};
+  const auto a = n1.as_node(c.k1);
+  const auto b = n2.as_node(c.k2);
+  const std::string nodes = "--nodes=" + a.name + "=" + a.endpoint + "=" + a.public_key_file + ","
+                            + b.name + "=" + b.endpoint + "=" + b.public_key_file;
+  const std::string traces = AG_TEST_TRACES;
+  for (auto [name, devices] : {std::pair{"demo-process", "n1/sim:0"},
+                               std::pair{"random-process", "n1/sim:0,n2/sim:0,n1/sim:1"},
+                               std::pair{"random-thread", "n2/sim:0,n1/sim:0"}}) {
+    INFO(name << " on " << devices);
+    const auto log = c.keys.dir.file(std::string{name} + ".log");
+    const int code = ag::test::run_program(
+      {AG_TEST_REPLAY, traces + "/" + name + ".trace", "--mode=process",
+       std::string{"--devices="} + devices, nodes, "--key=" + c.ctl + ".secret",
+       "--runner=" AG_TEST_RUNNER, "--expect=" + traces + "/" + name + ".digests"},
+      log);
+    std::ifstream in{log};
+    std::string line, tail;
+    while (std::getline(in, line))
+      if (line.rfind("read #", 0) != 0 && line.rfind("live #", 0) != 0)
+        tail += line + "\n";
+    INFO(tail);
+    CHECK(code == 0);
+  }
 }

@@ -154,3 +154,16 @@ TEST_CASE("a bad node name or a node's cpu throws ag::error naming it", "[graph]
   CHECK_THROWS_WITH(ag::parse_devices("n1/sim:0,n1/sim:0"), Contains("n1/sim:0 twice"));
   CHECK_NOTHROW(ag::parse_devices("n1/sim:0,n2/sim:0,sim:0"));
 }
+
+TEST_CASE("parse_nodes reads NAME=tcp://HOST:PORT=PUBLIC_FILE lists", "[graph]") {
+  using Catch::Matchers::Contains;
+  const auto nodes = ag::parse_nodes("n1=tcp://10.0.0.2:7100=keys/n1.public,n2=tcp://h:1=b.public");
+  REQUIRE(nodes.size() == 2);
+  CHECK(nodes[0].name == "n1");
+  CHECK(nodes[0].endpoint == "tcp://10.0.0.2:7100");
+  CHECK(nodes[0].public_key_file == "keys/n1.public");
+  CHECK(nodes[1].endpoint == "tcp://h:1");
+  CHECK(ag::parse_nodes("").empty());
+  CHECK_THROWS_WITH(ag::parse_nodes("n1=tcp://h:1"), Contains("\"n1=tcp://h:1\""));
+  CHECK_THROWS_WITH(ag::parse_nodes("n1=tcp://h:1=k,=x=y"), Contains("\"=x=y\""));
+}

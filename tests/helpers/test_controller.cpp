@@ -7,7 +7,8 @@
 // stop-signals: ag::install_stop_signals() first. app-handlers: the application's own handlers
 // first (a plain one for SIGTERM, an SA_SIGINFO one for SIGINT), then ag::install_stop_signals();
 // a handler that runs creates DIR/handled-plain-SIG or DIR/handled-siginfo-SIG and the program
-// then exits with code 0, by itself.
+// then exits with code 0, by itself. With $AG_TEST_NODE (NAME=tcp://HOST:PORT=PUBLIC_FILE) and
+// $AG_TEST_KEY (the controller's .secret), its N devices are that node's NAME/sim:0..N-1.
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -73,15 +74,25 @@ int main(int argc, char** argv) {
     ag::install_stop_signals();
   const int n = std::atoi(argv[2]);
   ag::graph_option opt;
+  std::string node_name;
+  if (const char* node = std::getenv("AG_TEST_NODE"); node && *node) {
+    const std::string text = node;
+    const auto first = text.find('=');
+    const auto last = text.rfind('=');
+    node_name = text.substr(0, first);
+    opt.nodes = {{node_name, text.substr(first + 1, last - first - 1), text.substr(last + 1)}};
+    opt.key_file = std::getenv("AG_TEST_KEY") ? std::getenv("AG_TEST_KEY") : "";
+    opt.node_timeout = std::chrono::milliseconds{1000};
+  }
   for (int i = 0; i < n; ++i)
-    opt.devices.push_back(ag::device::sim(i));
+    opt.devices.push_back(ag::device::sim(i).on(node_name));
   opt.per_device_per_process = true;
   opt.store_bytes = std::size_t{64} << 20;
   opt.transport = ag::test::transport_under_test(); // the tests' $AG_TEST_TRANSPORT, inherited
   ag::runtime rt{opt};
   if (FILE* f = std::fopen((dir + "/ready").c_str(), "w"))
     std::fclose(f);
-  auto x = rt.full({1024}, 1.0f, ag::device::sim(0));
+  auto x = rt.full({1024}, 1.0f, opt.devices.front());
   while (!handled) { // until killed, or an application handler ran
     try {
       x = x + x;

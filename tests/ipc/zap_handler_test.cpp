@@ -14,21 +14,14 @@
 #include "ipc/wire.hpp"
 #include "ipc/zap_handler.hpp"
 #include "ipc/zmq_sockets.hpp"
+#include "tests/ipc/curve_test_keys.hpp"
 
 using namespace std::chrono_literals;
 namespace zmqs = ag::zmqs;
 
 namespace {
 
-struct key_pair {
-  std::string pub, sec;
-  key_pair() {
-    char p[41], s[41];
-    REQUIRE(zmq_curve_keypair(p, s) == 0);
-    pub = p;
-    sec = s;
-  }
-};
+using key_pair = ag::test::curve_key_pair;
 
 struct log_lines {
   std::mutex m;
@@ -91,11 +84,14 @@ TEST_CASE("a CURVE server lets in the keys it allows, named, and logs every othe
     CHECK(log.eventually("127.0.0.1", "is not allowed"));
     CHECK(zap.refused() > 0);
   }
-  SECTION("a plaintext peer: nothing arrives, and the refusal names its address") {
+  SECTION("a plaintext peer: nothing arrives, and the refusal is logged") {
+    // Its handshake fails at once, often before the accept event is read: its address is then
+    // gone (docs/PROTOCOL.md, section 10).
     auto push = zmqs::pusher(ctx, at);
     send_done(push, 1);
     CHECK_FALSE(zmqs::receive(pull, 500ms));
-    CHECK(log.eventually("tcp://127.0.0.1:", "protocol"));
+    CHECK(log.eventually("refused a peer from ", "broke the protocol (plaintext"));
+    CHECK_FALSE(log.has(at + " ", "")); // never the listening endpoint for the peer's
   }
   SECTION("an allowed key that expects another server gets nothing through") {
     key_pair other;
@@ -103,6 +99,7 @@ TEST_CASE("a CURVE server lets in the keys it allows, named, and logs every othe
     auto push = zmqs::pusher(ctx, at, &keys);
     send_done(push, 1);
     CHECK_FALSE(zmqs::receive(pull, 500ms));
-    CHECK(log.eventually("tcp://127.0.0.1:", "refused"));
+    CHECK(log.eventually("refused a peer from ", "wrong server key"));
+    CHECK_FALSE(log.has(at + " ", ""));
   }
 }

@@ -1,0 +1,114 @@
+// The controller's puller on the TCP side of a runtime with nodes, with real CURVE sockets and a
+// real ZAP handler: a message must come from the node of the lane it names, a replayed or
+// out-of-order id is refused, and Data-out bytes land in the store, bounds-checked, before the
+// Done behind them.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+#include <zmq.hpp>
+
+#include "actors/process_setup.hpp"
+#include "actors/protocol.hpp"
+#include "actors/puller.hpp"
+#include "ipc/wire.hpp"
+#include "ipc/zap_handler.hpp"
+#include "ipc/zmq_sockets.hpp"
+#include "tests/ipc/curve_test_keys.hpp"
+
+using namespace std::chrono_literals;
+using Catch::Matchers::Contains;
+namespace zmqs = ag::zmqs;
+namespace wire = ag::wire;
+
+namespace {
+
+using key_pair = ag::test::curve_key_pair;
+
+// A puller whose TCP side lets in n1 (lane 1) and n2 (lane 2), reporting to a scoped actor.
+struct fixture {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor executor{sys};
+  std::shared_ptr<zmq::context_t> ctx = std::make_shared<zmq::context_t>(1);
+  key_pair server, n1, n2;
+  std::vector<std::byte> store = std::vector<std::byte>(1 << 16);
+  std::string at;
+  caf::actor puller;
+
+  fixture() {
+    auto net = std::make_shared<ag::network_setup>();
+    net->zap = std::make_shared<ag::zap_handler>(
+      *ctx, std::map<std::string, std::string>{{n1.pub, "n1"}, {n2.pub, "n2"}},
+      [](const std::string&) {});
+    const zmqs::curve_keys keys{server.pub, server.sec, ""};
+    net->pull = std::make_shared<zmq::socket_t>(zmqs::puller(*ctx, "tcp://127.0.0.1:0", &keys));
+    at = "tcp://127.0.0.1:" + std::to_string(zmqs::bound_port(*net->pull));
+    net->lane_node = {"", "n1", "n2"};
+    puller = ag::spawn_puller(sys, ctx, "inproc://ag-test-local-pull",
+                              caf::actor_cast<caf::actor>(executor), net, store.data(),
+                              store.size());
+  }
+  ~fixture() { caf::anon_send_exit(puller, caf::exit_reason::user_shutdown); }
+
+  zmq::socket_t client(const key_pair& k) {
+    const zmqs::curve_keys keys{k.pub, k.sec, server.pub};
+    return zmqs::pusher(*ctx, at, &keys);
+  }
+
+  // The failure the puller reports, or empty once 5 s pass without one.
+  std::string next_failure() {
+    std::string what;
+    executor->receive([&](ag::failed_atom, uint32_t, uint64_t, std::string& w) { what = w; },
+                      [&](ag::done_atom, uint32_t, uint64_t, uint64_t) { what = "done"; },
+                      [&](ag::ready_atom, uint32_t) { what = "ready"; },
+                      caf::after(5s) >> [] {});
+    return what;
+  }
+};
+
+void send_done(zmq::socket_t& s, uint32_t lane, uint64_t id) {
+  wire::done_msg m{lane, id, 0};
+  zmqs::send(s, {wire::msg_type::done, id}, wire::encode(m));
+}
+
+} // namespace
+
+TEST_CASE("a node's message for a lane of another node is refused as forged", "[nodes]") {
+  fixture f;
+  auto from_n2 = f.client(f.n2);
+  send_done(from_n2, 1, 1); // lane 1 is n1's
+  CHECK_THAT(f.next_failure(), Contains("from node \"n2\", not n1 (forged)"));
+}
+
+TEST_CASE("a node's replayed or skipped message id is refused", "[nodes]") {
+  fixture f;
+  auto from_n1 = f.client(f.n1);
+  send_done(from_n1, 1, 1);
+  CHECK(f.next_failure() == "done");
+  send_done(from_n1, 1, 1); // the same frame again
+  CHECK_THAT(f.next_failure(), Contains("a gap or a replay"));
+}
+
+TEST_CASE("Data-out bytes land in the store before the Done behind them; a range beyond the store "
+          "is refused",
+          "[nodes]") {
+  fixture f;
+  auto from_n2 = f.client(f.n2);
+  std::vector<char> bytes(5000);
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = static_cast<char>(i * 7);
+  uint64_t id = 1;
+  zmqs::send_data(from_n2, wire::msg_type::data_out, 2, id, 1024, bytes.data(), bytes.size());
+  send_done(from_n2, 2, id++);
+  REQUIRE(f.next_failure() == "done");
+  CHECK(std::memcmp(f.store.data() + 1024, bytes.data(), bytes.size()) == 0);
+  zmqs::send_data(from_n2, wire::msg_type::data_out, 2, id, f.store.size() - 10, bytes.data(),
+                  100);
+  CHECK_THAT(f.next_failure(), Contains("beyond the") && Contains("store"));
+}
