@@ -139,8 +139,8 @@ void process_env::open_network(const std::string& curve_public, const std::strin
     net->pub_port = zmqs::bound_port(*net->pub);
     net->pull_port = zmqs::bound_port(*net->pull);
     for (std::size_t i = 0; i < streams; ++i) {
-      net->data.push_back(
-        std::make_shared<zmq::socket_t>(zmqs::publisher(ctx, "tcp://0.0.0.0:0", &keys)));
+      net->data.push_back(std::make_shared<zmq::socket_t>(zmqs::publisher(
+        ctx, "tcp://0.0.0.0:0", &keys, static_cast<int>(i + 1)))); // thread 0: the rest
       net->zap->watch(*net->data.back(), "data stream " + std::to_string(i));
       net->data_ports.push_back(zmqs::bound_port(*net->data.back()));
     }

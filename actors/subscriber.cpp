@@ -231,9 +231,10 @@ caf::behavior subscriber(subscriber_actor* self, std::shared_ptr<zmq::context_t>
       prefixes.push_back(lane_prefix(wire::msg_type::data_in));
     zmqs::curve_keys keys{node->public_key, node->secret_key, node->server_key};
     st.sock = zmqs::subscriber(*st.ctx, endpoint, &keys, prefixes);
-    for (const auto& at : node->data_endpoints)
+    for (const auto& at : node->data_endpoints) // stream k decrypts on I/O thread k + 1
       st.streams.push_back(zmqs::subscriber(*st.ctx, at, &keys,
-                                            {lane_prefix(wire::msg_type::data_in), prefixes[0]}));
+                                            {lane_prefix(wire::msg_type::data_in), prefixes[0]},
+                                            static_cast<int>(st.streams.size() + 1)));
     st.stream_last.assign(st.streams.size(), 0);
     st.stream_heard.assign(st.streams.size(), false);
     st.node = std::move(node);

@@ -20,6 +20,11 @@ void receiving(zmq::socket_t& s) {
   s.set(zmq::sockopt::maxmsgsize, wire::max_frame_bytes);
 }
 
+void pin(zmq::socket_t& s, int io_thread) {
+  if (io_thread >= 0)
+    s.set(zmq::sockopt::affinity, uint64_t{1} << (io_thread % 64));
+}
+
 // Before bind or connect: the options apply to the endpoints made after them.
 void secure(zmq::socket_t& s, const curve_keys* curve) {
   if (curve == nullptr)
@@ -38,9 +43,10 @@ void secure(zmq::socket_t& s, const curve_keys* curve) {
 } // namespace
 
 zmq::socket_t publisher(zmq::context_t& ctx, const std::string& endpoint,
-                        const curve_keys* curve) {
+                        const curve_keys* curve, int io_thread) {
   auto s = make(ctx, zmq::socket_type::pub, 0);
   s.set(zmq::sockopt::sndhwm, 0);
+  pin(s, io_thread);
   secure(s, curve);
   s.bind(endpoint);
   return s;
@@ -55,9 +61,11 @@ zmq::socket_t puller(zmq::context_t& ctx, const std::string& endpoint, const cur
 }
 
 zmq::socket_t subscriber(zmq::context_t& ctx, const std::string& endpoint,
-                         const curve_keys* curve, const std::vector<std::string>& prefixes) {
+                         const curve_keys* curve, const std::vector<std::string>& prefixes,
+                         int io_thread) {
   auto s = make(ctx, zmq::socket_type::sub, 0);
   receiving(s);
+  pin(s, io_thread);
   for (const auto& p : prefixes)
     s.set(zmq::sockopt::subscribe, p);
   secure(s, curve);

@@ -29,10 +29,14 @@ struct curve_keys {
 // The ZAP domain of the controller's CURVE sockets.
 constexpr const char* zap_domain = "actorgraph";
 
+// `io_thread` (for PUB and SUB): which I/O thread of the context carries the socket's connections
+// (ZMQ_AFFINITY); -1: libzmq's choice. libzmq puts connections made together on one thread, so
+// data streams that should encrypt side by side name theirs.
+
 // Controller: PUB bound at `endpoint`, no send-queue limit (sndhwm = 0: a slow child holds memory,
 // never loses a message).
 zmq::socket_t publisher(zmq::context_t& ctx, const std::string& endpoint,
-                        const curve_keys* curve = nullptr);
+                        const curve_keys* curve = nullptr, int io_thread = -1);
 // Controller: PULL bound at `endpoint`.
 zmq::socket_t puller(zmq::context_t& ctx, const std::string& endpoint,
                      const curve_keys* curve = nullptr);
@@ -40,7 +44,8 @@ zmq::socket_t puller(zmq::context_t& ctx, const std::string& endpoint,
 // one of `prefixes` (by default everything).
 zmq::socket_t subscriber(zmq::context_t& ctx, const std::string& endpoint,
                          const curve_keys* curve = nullptr,
-                         const std::vector<std::string>& prefixes = {std::string{}});
+                         const std::vector<std::string>& prefixes = {std::string{}},
+                         int io_thread = -1);
 // Child: PUSH connected to `endpoint`.
 zmq::socket_t pusher(zmq::context_t& ctx, const std::string& endpoint,
                      const curve_keys* curve = nullptr);

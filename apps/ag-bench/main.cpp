@@ -70,6 +70,7 @@ public:
   std::string json;
   std::string timeline;
   std::string zmq_peer; // internal: this program as the peer of the ZMQ floor
+  size_t node_streams = 4;
 
   bench_config() : ag::app::config("ag-bench", true) {
     opt_group{custom_options_, "global"}
@@ -83,6 +84,7 @@ public:
       .add(sweep, "sweep", "also per-operator time against operators per sync")
       .add(json, "json", "write every figure to this file as JSON")
       .add(timeline, "timeline", "write each mode's timeline to FILE.MODE.json (slows it down)")
+      .add(node_streams, "node-streams", "node mode: graph_option::node_streams (default 4)")
       .add(zmq_peer, "zmq-peer", "(internal) run as the peer process of the ZMQ floor");
   }
 };
@@ -545,7 +547,8 @@ int start(int argc, char** argv) {
     }
     std::optional<ag::bench::node_figures> node;
     if (cfg.mode == "node" || cfg.mode == "all")
-      node = ag::bench::measure_node(devices.front(), {n.round_trips, n.h2d_bytes, n.h2d_repeats});
+      node = ag::bench::measure_node(devices.front(),
+                                     {n.round_trips, n.h2d_bytes, n.h2d_repeats, cfg.node_streams});
     auto get = [&](const std::string& mode, double mode_figures::*field) {
       auto it = modes.find(mode);
       return it == modes.end() ? NAN : it->second.*field;

@@ -112,6 +112,7 @@ node_figures measure_node(const ag::device& local, const node_sizes& n) {
   opt.key_file = node->controller_key_file();
   opt.nodes = {node->as_node()};
   opt.node_timeout = node_timeout;
+  opt.node_streams = n.streams;
   {
     std::optional<ag::runtime> rt;
     const auto t0 = clock_type::now();
