@@ -76,14 +76,14 @@ void handle(puller_actor* self, zmqs::received& r, bool tcp) {
   switch (r.head.type) {
     case wire::msg_type::data_out: {
       check(r.head.lane);
-      const auto piece = wire::decode_data(data, size);
-      if (piece.offset > st.store_size || piece.size > st.store_size - piece.offset)
-        throw lane_error(r.head.lane, "wire: data_out to store range ["
-                                        + std::to_string(piece.offset) + ", +"
-                                        + std::to_string(piece.size) + ") beyond the "
+      const uint64_t offset = wire::decode_data_offset(data, size);
+      const std::size_t bytes = r.data.size();
+      if (offset > st.store_size || bytes > st.store_size - offset)
+        throw lane_error(r.head.lane, "wire: data_out to store range [" + std::to_string(offset)
+                                        + ", +" + std::to_string(bytes) + ") beyond the "
                                         + std::to_string(st.store_size) + "-byte store");
-      if (piece.size > 0)
-        std::memcpy(st.store_base + piece.offset, piece.bytes, piece.size);
+      if (bytes > 0)
+        std::memcpy(st.store_base + offset, r.data.data(), bytes);
       return;
     }
     case wire::msg_type::ready: {

@@ -102,13 +102,14 @@ void take_data(subscriber_state& st, zmqs::received& r, int stream = -1) {
     st.stream_last[static_cast<std::size_t>(stream)] = r.head.id;
   else
     st.last_data_id = r.head.id;
-  const auto piece = wire::decode_data(r.body.data(), r.body.size());
-  if (piece.offset > st.node->store_size || piece.size > st.node->store_size - piece.offset)
-    throw error("wire: data_in to store range [" + std::to_string(piece.offset) + ", +"
-                + std::to_string(piece.size) + ") beyond the "
-                + std::to_string(st.node->store_size) + "-byte store");
-  if (piece.size > 0)
-    std::memcpy(st.node->store_base + piece.offset, piece.bytes, piece.size);
+  const uint64_t offset = wire::decode_data_offset(r.body.data(), r.body.size());
+  const std::size_t size = r.data.size();
+  if (offset > st.node->store_size || size > st.node->store_size - offset)
+    throw error("wire: data_in to store range [" + std::to_string(offset) + ", +"
+                + std::to_string(size) + ") beyond the " + std::to_string(st.node->store_size)
+                + "-byte store");
+  if (size > 0)
+    std::memcpy(st.node->store_base + offset, r.data.data(), size);
 }
 
 // Whether every Data-in piece up to `upto` has arrived.

@@ -114,17 +114,19 @@ header decode_header(const void* data, std::size_t size) {
   return h;
 }
 
-data_piece decode_data(const void* body, std::size_t size) {
-  if (size < data_offset_bytes)
-    throw error("wire: malformed data message: " + std::to_string(size)
-                + "-byte body, shorter than its offset");
-  const auto* p = static_cast<const unsigned char*>(body);
-  return {get_be(p, 8), static_cast<const char*>(body) + data_offset_bytes,
-          size - data_offset_bytes};
+bool carries_data(msg_type t) noexcept {
+  return t == msg_type::data_in || t == msg_type::data_out;
 }
 
-void encode_data_offset(void* body, uint64_t offset) noexcept {
-  put_be(static_cast<unsigned char*>(body), offset, 8);
+uint64_t decode_data_offset(const void* frame, std::size_t size) {
+  if (size != data_offset_bytes)
+    throw error("wire: malformed data message: an offset frame of " + std::to_string(size)
+                + " bytes, expected 8");
+  return get_be(static_cast<const unsigned char*>(frame), 8);
+}
+
+void encode_data_offset(void* frame, uint64_t offset) noexcept {
+  put_be(static_cast<unsigned char*>(frame), offset, 8);
 }
 
 std::size_t encoded_size(const batch& x) noexcept {

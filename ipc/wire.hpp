@@ -1,7 +1,8 @@
 // The wire format between the controller and its children (docs/PROTOCOL.md): every message is two
 // ZMQ frames, a fixed 16-byte header and a body that is the CAF binary serialization of the
-// message's one schema (its inspect overload), or, for the store bytes that travel to and from a
-// node's children, an offset and the bytes. Every integer is big-endian (network order), so
+// message's one schema (its inspect overload); the store bytes that travel to and from a node's
+// children (Data-in, Data-out) are three: the header, the 8-byte offset, the bytes (sent from the
+// store as they are, without a copy). Every integer is big-endian (network order), so
 // machines of either byte order talk. Decoding is bounds-checked: a malformed frame is an
 // error naming what was wrong, never a crash and never an allocation larger than the frame.
 #pragma once
@@ -55,22 +56,18 @@ struct header {
   uint32_t lane = 0; // data_in, data_sent, data_out: whose they are; 0 in every other message
 };
 
-// data_in and data_out bodies: the store offset (8 bytes), then the bytes. The largest piece one
-// frame carries; a larger range goes as several, in order.
+// data_in and data_out: the second frame is the store offset (8 bytes), the third the bytes. The
+// largest piece one message carries; a larger range goes as several, in order.
 constexpr std::size_t data_offset_bytes = 8;
 constexpr std::size_t max_data_piece = std::size_t{4} << 20;
 
-// What a data frame's body says: where its bytes go, and the bytes (inside the frame).
-struct data_piece {
-  uint64_t offset = 0;
-  const char* bytes = nullptr;
-  std::size_t size = 0;
-};
+// Whether messages of type t are three frames (the data messages).
+bool carries_data(msg_type t) noexcept;
 
-// Throws ag::error when the body is shorter than its offset.
-data_piece decode_data(const void* body, std::size_t size);
-// Writes the offset into the first data_offset_bytes of `body`.
-void encode_data_offset(void* body, uint64_t offset) noexcept;
+// The offset frame of a data message; throws ag::error when it is not 8 bytes.
+uint64_t decode_data_offset(const void* frame, std::size_t size);
+// Writes the offset into data_offset_bytes at `frame`.
+void encode_data_offset(void* frame, uint64_t offset) noexcept;
 
 // Start-up arguments of a child, written by the controller into its SubProcessSync segment.
 struct startup_args {

@@ -116,12 +116,14 @@ void send_data(const std::vector<zmq::socket_t*>& socks, wire::msg_type type, ui
     zmq::socket_t& sock = *socks[(next_id - 1) % socks.size()];
     const std::size_t n = std::min(wire::max_data_piece, size - at);
     const auto head = wire::encode_header({type, next_id++, lane});
-    zmq::message_t body(wire::data_offset_bytes + n);
-    wire::encode_data_offset(body.data(), offset + at);
-    if (n > 0)
-      std::memcpy(static_cast<char*>(body.data()) + wire::data_offset_bytes, data + at, n);
+    char where[wire::data_offset_bytes];
+    wire::encode_data_offset(where, offset + at);
+    // The bytes straight from the store: the range stays as it is until the batch that reads it
+    // (Data-in) or the Done behind it (Data-out) is acknowledged, which is after they were sent.
+    zmq::message_t bytes(const_cast<char*>(data + at), n, [](void*, void*) {}, nullptr);
     sock.send(zmq::buffer(head), zmq::send_flags::sndmore);
-    sock.send(body, zmq::send_flags::none);
+    sock.send(zmq::buffer(where, sizeof where), zmq::send_flags::sndmore);
+    sock.send(bytes, zmq::send_flags::none);
     at += n;
   } while (at < size);
 }
@@ -156,9 +158,15 @@ std::optional<received> receive(zmq::socket_t& sock, std::chrono::milliseconds t
     throw;
   }
   (void)sock.recv(r.body, zmq::recv_flags::dontwait);
-  if (r.body.more()) {
+  if (wire::carries_data(r.head.type)) { // header, offset, bytes
+    if (!r.body.more())
+      throw error("wire: " + wire::to_string(r.head.type) + " message of two frames, expected 3");
+    (void)sock.recv(r.data, zmq::recv_flags::dontwait);
+  }
+  if ((wire::carries_data(r.head.type) ? r.data : r.body).more()) {
     drain();
-    throw error("wire: " + wire::to_string(r.head.type) + " message with more than two frames");
+    throw error("wire: " + wire::to_string(r.head.type) + " message with more than "
+                + (wire::carries_data(r.head.type) ? "three" : "two") + " frames");
   }
   return r;
 }

@@ -67,7 +67,8 @@ inline void send_data(zmq::socket_t& sock, wire::msg_type type, uint32_t lane, u
 
 struct received {
   wire::header head;
-  zmq::message_t body;
+  zmq::message_t body; // Data-in, Data-out: the offset frame
+  zmq::message_t data; // Data-in, Data-out: the bytes; empty for every other message
   // Who sent it, as the ZAP handler named it (CURVE sockets only; empty otherwise).
   std::string user() const;
 };

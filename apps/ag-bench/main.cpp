@@ -70,7 +70,7 @@ public:
   std::string json;
   std::string timeline;
   std::string zmq_peer; // internal: this program as the peer of the ZMQ floor
-  size_t node_streams = 4;
+  size_t node_streams = ag::graph_option{}.node_streams;
 
   bench_config() : ag::app::config("ag-bench", true) {
     opt_group{custom_options_, "global"}
@@ -84,7 +84,7 @@ public:
       .add(sweep, "sweep", "also per-operator time against operators per sync")
       .add(json, "json", "write every figure to this file as JSON")
       .add(timeline, "timeline", "write each mode's timeline to FILE.MODE.json (slows it down)")
-      .add(node_streams, "node-streams", "node mode: graph_option::node_streams (default 4)")
+      .add(node_streams, "node-streams", "node mode: graph_option::node_streams (default 8)")
       .add(zmq_peer, "zmq-peer", "(internal) run as the peer process of the ZMQ floor");
   }
 };

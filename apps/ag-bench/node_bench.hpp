@@ -22,7 +22,7 @@ struct node_sizes {
   int round_trips;    // of each round-trip figure, after 10 of warm-up
   std::size_t bytes;  // of each upload and download
   int repeats;        // of each upload and download, after one of warm-up
-  std::size_t streams = 4; // graph_option::node_streams
+  std::size_t streams = 8; // graph_option::node_streams
 };
 
 struct node_figures {

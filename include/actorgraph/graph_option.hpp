@@ -97,7 +97,7 @@ struct graph_option {
   // How many encrypted connections carry the tensors each child on a node reads, besides the one
   // of its batches: one CURVE stream encrypts on one core, well below what a network moves. 0 to
   // 16; 0: the batches' connection carries them too.
-  std::size_t node_streams = 4;
+  std::size_t node_streams = 8;
 
   // Process mode: the ag-runner program. Empty: $AG_RUNNER, else the ag-runner installed beside
   // this library (<prefix>/bin), else one beside the running program.

@@ -321,20 +321,19 @@ TEST_CASE("only data frames carry a lane in their header, and never lane 0", "[i
                     Catch::Contains("bytes 4-7 (the lane) are not zero in a done message"));
 }
 
-TEST_CASE("a data body is a big-endian offset and the bytes", "[ipc]") {
-  std::vector<char> body(wire::data_offset_bytes + 3);
-  wire::encode_data_offset(body.data(), 0x1122334455667788);
-  body[8] = 'x';
-  body[9] = 'y';
-  body[10] = 'z';
-  CHECK(static_cast<unsigned char>(body[0]) == 0x11);
-  CHECK(static_cast<unsigned char>(body[7]) == 0x88);
-  const auto piece = wire::decode_data(body.data(), body.size());
-  CHECK(piece.offset == 0x1122334455667788);
-  CHECK(std::string(piece.bytes, piece.size) == "xyz");
-  CHECK(wire::decode_data(body.data(), wire::data_offset_bytes).size == 0);
-  CHECK_THROWS_WITH(wire::decode_data(body.data(), 7),
-                    Catch::Contains("7-byte body, shorter than its offset"));
+TEST_CASE("a data message's offset frame is 8 big-endian bytes", "[ipc]") {
+  std::vector<char> frame(wire::data_offset_bytes + 1);
+  wire::encode_data_offset(frame.data(), 0x1122334455667788);
+  CHECK(static_cast<unsigned char>(frame[0]) == 0x11);
+  CHECK(static_cast<unsigned char>(frame[7]) == 0x88);
+  CHECK(wire::decode_data_offset(frame.data(), 8) == 0x1122334455667788);
+  CHECK_THROWS_WITH(wire::decode_data_offset(frame.data(), 7),
+                    Catch::Contains("an offset frame of 7 bytes, expected 8"));
+  CHECK_THROWS_WITH(wire::decode_data_offset(frame.data(), 9), Catch::Contains("9 bytes"));
+  CHECK(wire::carries_data(wire::msg_type::data_in));
+  CHECK(wire::carries_data(wire::msg_type::data_out));
+  CHECK_FALSE(wire::carries_data(wire::msg_type::data_sent));
+  CHECK_FALSE(wire::carries_data(wire::msg_type::done));
 }
 
 TEST_CASE("message types have readable names and unknown ones show their number", "[ipc]") {
