@@ -75,6 +75,12 @@ void check_node_options(const graph_option& opt) {
                 + " is more than " + std::to_string(max_node_streams));
 }
 
+// Whom the nodes serve (node_request::owner): an actor that lives as long as the runtime and
+// does nothing. (An argument: CAF 0.17 dereferences a null pointer spawning a function without.)
+caf::behavior presence(caf::event_based_actor*, std::size_t /* nodes */) {
+  return {[](stats_atom) {}};
+}
+
 // CAF keeps a reference to the actor system's logger in a thread-local of every thread that
 // built a system, spawned an actor or made a scoped actor; ~actor_system waits until every such
 // reference is gone. A user's thread that outlives the runtime would hold it forever, and
@@ -203,7 +209,7 @@ public:
     }
     if (with_nodes) {
       // Who the nodes serve: this runtime, for as long as it lives (or its process does).
-      presence_ = sys_->spawn([] { return caf::behavior{[](stats_atom) {}}; });
+      presence_ = sys_->spawn(presence, opt_.nodes.size());
       try {
         nodes_->start(*sys_, presence_, *env_, store().size(), opt_.start_timeout,
                       stop_timeout(opt_.wait_timeout));

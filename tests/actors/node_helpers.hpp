@@ -11,6 +11,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -82,6 +83,7 @@ public:
     REQUIRE(::pipe(out) == 0);
     pid_ = ::fork();
     if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL); // never outlives the test (nor holds ctest's output)
       ::dup2(out[1], 1);
       ::close(out[0]);
       ::close(out[1]);

@@ -203,8 +203,8 @@ TEST_CASE("a node killed, or stopped, fails its devices within the deadline nami
   CHECK(rt.full({4}, 7.0f, b).to_vector() == std::vector<float>(4, 7.0f));
 }
 
-TEST_CASE("a controller killed: its children on the node exit within 2 s of the node's deadline, "
-          "and the node serves the next controller",
+TEST_CASE("a controller killed, or silent: its children on the node exit within 2 s of the node's "
+          "deadline, and the node serves the next controller",
           "[nodes]") {
   cluster c;
   node_process n1{"n1", c.k1, {c.ctl}, 1000};
@@ -220,10 +220,18 @@ TEST_CASE("a controller killed: its children on the node exit within 2 s of the 
   }));
   const auto children = ag::test::runner_children(n1.pid());
   REQUIRE(children.size() == 2);
-  controller.kill(SIGKILL);
-  REQUIRE(controller.wait_for(5000ms));
+  SECTION("killed") {
+    controller.kill(SIGKILL);
+    REQUIRE(controller.wait_for(5000ms));
+  }
+  SECTION("silent (stopped)") { REQUIRE(ag::test::stop_process(controller.pid())); }
   // The node's deadline (1 s of silence, or at once on a closed connection), then 2 s.
   CHECK(ag::test::all_exited_within(3000ms, children));
+  if (!controller.wait_for(0ms)) { // the stopped one
+    controller.kill(SIGKILL);
+    ::kill(controller.pid(), SIGCONT);
+    REQUIRE(controller.wait_for(5000ms));
+  }
   ::unlink((tmp.path + "/ready").c_str());
   ag::runtime next{option(c, {&n1}, "n1/sim:0")};
   CHECK(next.full({2}, 4.0f, ag::parse_device("n1/sim:0")).to_vector()
