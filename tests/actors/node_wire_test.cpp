@@ -95,7 +95,7 @@ TEST_CASE("a node's replayed or skipped message id is refused", "[nodes]") {
   CHECK_THAT(f.next_failure(), Contains("a gap or a replay"));
 }
 
-TEST_CASE("Data-out bytes land in the store before the Done behind them; a range beyond the store "
+TEST_CASE("Data-out bytes land in the store before the Done behind them, and a range beyond the store "
           "is refused",
           "[nodes]") {
   fixture f;

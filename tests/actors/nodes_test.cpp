@@ -164,7 +164,7 @@ TEST_CASE("options for nodes that cannot work are refused naming what is wrong",
   CHECK_THROWS_WITH(ag::runtime{opt}, Contains("process mode"));
 }
 
-TEST_CASE("a child killed on a node fails that device naming it; the other node works on",
+TEST_CASE("a child killed on a node fails that device naming it, and the other node works on",
           "[nodes]") {
   cluster c;
   node_process n1{"n1", c.k1, {c.ctl}};
@@ -182,7 +182,7 @@ TEST_CASE("a child killed on a node fails that device naming it; the other node 
   CHECK(rt.full({4}, 7.0f, b).to_vector() == std::vector<float>(4, 7.0f));
 }
 
-TEST_CASE("a node killed, or stopped, fails its devices within the deadline naming it; the other "
+TEST_CASE("a node killed, or stopped, fails its devices within the deadline naming it, and the other "
           "node works on",
           "[nodes]") {
   cluster c;

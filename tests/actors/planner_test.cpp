@@ -1088,7 +1088,7 @@ struct board_rig {
 
 } // namespace
 
-TEST_CASE("a read ticket names the writer of a cpu tensor and where it is; a sync ticket every "
+TEST_CASE("a read ticket names the writer of a cpu tensor and where it is, and a sync ticket every "
           "lane's entries",
           "[planner]") {
   rig plain; // without a board: no tickets
@@ -1114,7 +1114,7 @@ TEST_CASE("a read ticket names the writer of a cpu tensor and where it is; a syn
 }
 
 TEST_CASE("a failure makes every ticket taken before stale and none is given for what it "
-          "touches; stop makes them stale too",
+          "touches, and stop makes them stale too",
           "[planner]") {
   board_rig b;
   auto& r = b.r;
