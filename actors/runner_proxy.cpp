@@ -32,6 +32,13 @@ struct proxy_state {
     return setup.name.empty() ? setup.args.where.str() : setup.name;
   }
 
+  // Waits one poll slice for the child's death (its pidfd); its status once it is gone.
+  const std::optional<exit_status>& wait_slice() {
+    pollfd pfd{child.pidfd(), POLLIN, 0};
+    ::poll(&pfd, 1, static_cast<int>(poll_slice.count()));
+    return child.try_wait();
+  }
+
   // The child's own account of a failed start, when it left one.
   std::string reason(const exit_status& st) const {
     std::string why = st.str();
@@ -65,9 +72,7 @@ runner_proxy_actor::behavior_type stopping(proxy_self self,
   return {
     [=](poll_atom) {
       auto& st = self->state;
-      pollfd pfd{st.child.pidfd(), POLLIN, 0};
-      ::poll(&pfd, 1, static_cast<int>(poll_slice.count()));
-      if (const auto& status = st.child.try_wait()) {
+      if (const auto& status = st.wait_slice()) {
         if (status->code != 0 || status->signal != 0)
           return self->quit(make_error(errc::device_failed,
                                        st.who() + " " + st.reason(*status) + " at shutdown"));
@@ -90,9 +95,7 @@ runner_proxy_actor::behavior_type running(proxy_self self) {
   return {
     [=](poll_atom) {
       auto& st = self->state;
-      pollfd pfd{st.child.pidfd(), POLLIN, 0};
-      ::poll(&pfd, 1, static_cast<int>(poll_slice.count()));
-      if (const auto& status = st.child.try_wait()) {
+      if (const auto& status = st.wait_slice()) {
         const bool clean = status->code == 0 && status->signal == 0;
         self->quit(make_error(clean ? errc::runner_exited : errc::device_failed,
                               st.who() + " " + st.reason(*status)));
