@@ -195,7 +195,7 @@ int start(int argc, char** argv) {
     }
     opt.nodes = &*nodes;
     opt.trust_file = scratch->path() + "/trusted.pem";
-    nodes->configure(cfg, opt.trust_file, ag::graph_option{}.node_timeout);
+    nodes->configure(cfg, opt.trust_file, opt.timeout); // a node silent that long is gone
   }
   ag::replay_report report;
   try {

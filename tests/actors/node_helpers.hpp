@@ -64,7 +64,7 @@ class node_process {
 public:
   // `listen`: the address it listens on; `prefix`: what it is run through (ip netns exec NS).
   node_process(const std::string& name, const std::string& key_base,
-               const std::vector<std::string>& allowed_bases, int timeout_ms = 5000,
+               const std::vector<std::string>& allowed_bases, int timeout_ms = 5000 * tsan_slow,
                const std::string& listen = "127.0.0.1",
                const std::vector<std::string>& prefix = {})
     : name_(name), host_(listen) {

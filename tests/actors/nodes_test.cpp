@@ -38,6 +38,10 @@ ag::graph_option option(const cluster& c, std::vector<const node_process*> nodes
   opt.key_file = c.ctl + ".secret";
   opt.devices = ag::parse_devices(devices);
   opt.store_bytes = std::size_t{256} << 20;
+  opt.node_timeout = 5000ms * ag::test::tsan_slow;
+  opt.progress_timeout = 10000ms * ag::test::tsan_slow;
+  if (ag::test::tsan_slow > 1)
+    opt.node_streams = 2;
   const std::string* keys[] = {&c.k1, &c.k2};
   for (std::size_t i = 0; i < nodes.size(); ++i)
     opt.nodes.push_back(nodes[i]->as_node(*keys[i]));
@@ -127,14 +131,14 @@ TEST_CASE("a controller a node does not allow, or a node the controller does not
   SECTION("the node does not allow the controller's key") {
     node_process n1{"n1", c.k1, {stranger}};
     auto opt = option(c, {&n1}, "n1/sim:0");
-    opt.start_timeout = 5000ms;
+    opt.start_timeout = 5000ms * ag::test::tsan_slow;
     CHECK_THROWS_WITH(ag::runtime{opt}, Contains("node n1"));
     CHECK(ag::test::runner_children(n1.pid()).empty());
   }
   SECTION("the node proves another identity than the controller was given") {
     node_process n1{"n1", stranger, {c.ctl}};
     auto opt = option(c, {&n1}, "n1/sim:0");
-    opt.start_timeout = 5000ms;
+    opt.start_timeout = 5000ms * ag::test::tsan_slow;
     CHECK_THROWS_WITH(ag::runtime{opt}, Contains("node n1"));
     CHECK(ag::test::runner_children(n1.pid()).empty());
   }
@@ -142,7 +146,7 @@ TEST_CASE("a controller a node does not allow, or a node the controller does not
     ag::node gone{"n1", "tcp://127.0.0.1:1", c.k1 + ".public"};
     auto opt = option(c, {}, "n1/sim:0");
     opt.nodes = {gone};
-    opt.start_timeout = 5000ms;
+    opt.start_timeout = 5000ms * ag::test::tsan_slow;
     CHECK_THROWS_WITH(ag::runtime{opt}, Contains("node n1 (tcp://127.0.0.1:1)"));
   }
 }
@@ -170,7 +174,7 @@ TEST_CASE("a child killed on a node fails that device naming it, and the other n
   node_process n1{"n1", c.k1, {c.ctl}};
   node_process n2{"n2", c.k2, {c.ctl}};
   auto opt = option(c, {&n1, &n2}, "n1/sim:0,n2/sim:0");
-  opt.wait_timeout = 5000ms;
+  opt.wait_timeout = 5000ms * ag::test::tsan_slow;
   ag::runtime rt{opt};
   const auto a = ag::parse_device("n1/sim:0");
   const auto b = ag::parse_device("n2/sim:0");
@@ -189,8 +193,8 @@ TEST_CASE("a node killed, or stopped, fails its devices within the deadline nami
   node_process n1{"n1", c.k1, {c.ctl}};
   node_process n2{"n2", c.k2, {c.ctl}};
   auto opt = option(c, {&n1, &n2}, "n1/sim:0,n2/sim:0");
-  opt.wait_timeout = 20000ms;
-  opt.node_timeout = 1500ms;
+  opt.wait_timeout = 20000ms * ag::test::tsan_slow;
+  opt.node_timeout = 1500ms * ag::test::tsan_slow;
   ag::runtime rt{opt};
   const auto a = ag::parse_device("n1/sim:0");
   const auto b = ag::parse_device("n2/sim:0");
@@ -199,7 +203,7 @@ TEST_CASE("a node killed, or stopped, fails its devices within the deadline nami
   SECTION("killed") { n1.kill(); }
   SECTION("stopped, with its children") { REQUIRE(n1.freeze()); }
   CHECK_THROWS_WITH(rt.full({4}, 1.0f, a).to_vector(), Contains("n1/sim:0"));
-  CHECK(std::chrono::steady_clock::now() - t0 < 10s); // the node's deadline, not the wait's
+  CHECK(std::chrono::steady_clock::now() - t0 < 10s * ag::test::tsan_slow); // not the wait's
   CHECK(rt.full({4}, 7.0f, b).to_vector() == std::vector<float>(4, 7.0f));
 }
 
@@ -207,7 +211,7 @@ TEST_CASE("a controller killed, or silent: its children on the node exit within 
           "deadline, and the node serves the next controller",
           "[nodes]") {
   cluster c;
-  node_process n1{"n1", c.k1, {c.ctl}, 1000};
+  node_process n1{"n1", c.k1, {c.ctl}, 1000 * ag::test::tsan_slow};
   ag::test::private_tmpdir tmp;
   const auto node = n1.as_node(c.k1);
   ::setenv("AG_TEST_NODE", (node.name + "=" + node.endpoint + "=" + node.public_key_file).c_str(), 1);
@@ -226,7 +230,7 @@ TEST_CASE("a controller killed, or silent: its children on the node exit within 
   }
   SECTION("silent (stopped)") { REQUIRE(ag::test::stop_process(controller.pid())); }
   // The node's deadline (1 s of silence, or at once on a closed connection), then 2 s.
-  CHECK(ag::test::all_exited_within(3000ms, children));
+  CHECK(ag::test::all_exited_within(3000ms * ag::test::tsan_slow, children));
   if (!controller.wait_for(0ms)) { // the stopped one
     controller.kill(SIGKILL);
     ::kill(controller.pid(), SIGCONT);

@@ -29,6 +29,15 @@ constexpr std::size_t tsan_shrink = 8;
 constexpr std::size_t tsan_shrink = 1;
 #endif
 
+// How much longer the node tests' deadlines are under ThreadSanitizer, where every process of
+// a node (a controller, ag-node, children with an I/O thread per data stream) runs many times
+// slower: a handshake or a first broadcast would pass a deadline made for real speed.
+#if defined(__SANITIZE_THREAD__)
+constexpr int tsan_slow = 10;
+#else
+constexpr int tsan_slow = 1;
+#endif
+
 inline std::vector<std::string> list_dir(const std::string& path) {
   std::vector<std::string> out;
   if (DIR* d = ::opendir(path.c_str())) {

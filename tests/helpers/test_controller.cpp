@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     node_name = text.substr(0, first);
     opt.nodes = {{node_name, text.substr(first + 1, last - first - 1), text.substr(last + 1)}};
     opt.key_file = std::getenv("AG_TEST_KEY") ? std::getenv("AG_TEST_KEY") : "";
-    opt.node_timeout = std::chrono::milliseconds{1000};
+    opt.node_timeout = std::chrono::milliseconds{1000 * ag::test::tsan_slow};
   }
   for (int i = 0; i < n; ++i)
     opt.devices.push_back(ag::device::sim(i).on(node_name));
