@@ -152,6 +152,7 @@ TEST_CASE("a child's non-zero exit code at an orderly shutdown is reported",
   CHECK_THAT(err.str(), Contains("shutdown") && Contains("sim:0") && Contains("exited with code 7"));
   CHECK(runner_children().empty());
   CHECK(my_shm().empty());
+  ::unlink(script.c_str()); // else the private directory cannot go
 }
 
 TEST_CASE("a message-id gap from one child fails only that child's device", "[lifecycle][process]") {
