@@ -42,8 +42,6 @@ public:
              uint64_t store_bytes, std::chrono::milliseconds start_timeout,
              std::chrono::milliseconds stop_timeout) const;
 
-  const identity& self() const noexcept { return self_; }
-
 private:
   std::vector<node> nodes_;
   std::vector<device> lanes_;
