@@ -318,6 +318,7 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
   auto& plan = *self->state.plan;
   return {
     [&plan](submit_atom, op_request& req) { plan.submit(req); },
+    [&plan](submit_atom, collective_request& req) { plan.submit(req); },
     [&plan](release_atom, operand_id id) {
       store_fence::acquire(); // a user's thread's last reads of the range
       plan.release(id);
@@ -401,6 +402,7 @@ executor_actor::behavior_type stopping(executor_self self) {
   auto& plan = *self->state.plan;
   return {
     [](submit_atom, op_request&) {},
+    [](submit_atom, collective_request&) {},
     [](release_atom, operand_id) {},
     [=](fetch_atom, operand_id id) { return fetch(self, id); },
     [=](fetch_atom, operand_id id, uint64_t first, uint64_t count) {

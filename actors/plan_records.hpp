@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actorgraph/device.hpp"
+#include "graph/collective.hpp"
 #include "graph/op.hpp"
 
 namespace ag {
@@ -103,10 +104,14 @@ struct pending_sync {
 // A request that arrived while an earlier operator waits for store space: everything after such an
 // operator waits behind it, in arrival order, so that no operator is placed before one it uses.
 struct held_request {
-  enum class kind : uint8_t { submit, release, sync, fetch, piece };
+  enum class kind : uint8_t { submit, release, sync, fetch, piece, collective };
   kind what = kind::submit;
   op_request req;         // submit
-  uint64_t streamed = 0;  // submit through the store in pieces: elements placed so far
+  collective_request coll; // collective
+  bool started = false;   // collective: its results were given their places
+  // submit through the store in pieces: elements placed so far; collective: elements of its
+  // chunk order (actors/planner_collective.cpp) placed so far
+  uint64_t streamed = 0;
   operand_id operand = 0; // release, fetch, piece
   uint64_t first = 0;     // piece: its first element, and its count
   uint64_t count = 0;

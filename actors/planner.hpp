@@ -118,6 +118,7 @@ public:
   // -- from the user's threads --------------------------------------------------------------------
   uint64_t new_wait() noexcept { return next_wait_++; }
   void submit(op_request& req);
+  void submit(collective_request& req);
   void release(operand_id id);
   void fetch(uint64_t wait, operand_id id);                                   // a cpu tensor
   void fetch_piece(uint64_t wait, operand_id id, uint64_t first, uint64_t count); // staged
@@ -208,6 +209,17 @@ private:
   bool may_wait_for_space(uint64_t bytes) const;
   std::string store_full(uint64_t bytes, const std::string& what) const;
   void free_later(uint64_t offset, uint64_t bytes);
+
+  // planner_collective.cpp
+  bool stream_collective(held_request& h);
+  std::string collective_blocker(const collective_request& c) const;
+  std::string failed_participant(const collective_request& c) const;
+  bool place_results(const collective_request& c);
+  bool place_chunk(const collective_request& c, uint64_t at, uint64_t n);
+  void lose_rest(const collective_request& c, uint64_t at, const std::string& why);
+  void settle_collective(const collective_request& c);
+  uint64_t chunk_elems(std::size_t parts) const;
+  void note_store_path(const std::string& what, const std::vector<device>& devices);
 
   // planner_failure.cpp
   void record(const std::string& what);

@@ -99,6 +99,7 @@ placement planner::move(uint32_t dst, op_request& req, uint64_t bytes) {
     return {false, written};
   }
   // device -> staging range -> device
+  note_store_path("to", {lanes_[src.lane].dev, req.where});
   const uint64_t index =
     enqueue(dst, copy_op({req.out, no_offset}, {0, *off}, req.count), {written});
   tensors_[req.out] = placed(dst, no_offset, bytes, {});
@@ -169,6 +170,8 @@ bool planner::stream_pieces(held_request& h) {
       return true;
     }
     tensors_[req.out] = placed(*l, no_offset, req.count * sizeof(float), {});
+    if (req.kind == op_kind::copy)
+      note_store_path("to", {lanes_[tensors_.at(req.a).lane].dev, req.where});
   }
   const uint32_t dst = *l;
   dependency last{dst, lanes_[dst].issued};
@@ -237,10 +240,10 @@ bool planner::try_piece(held_request& h) {
     return true;
   auto it = tensors_.find(h.operand);
   std::string why;
-  if (it == tensors_.end() || it->second.lane == cpu_lane || !it->second.placed)
-    why = "read: operand #" + std::to_string(h.operand) + " is not a device tensor";
-  else if (!it->second.failure.empty())
+  if (it != tensors_.end() && !it->second.failure.empty())
     why = it->second.failure;
+  else if (it == tensors_.end() || it->second.lane == cpu_lane || !it->second.placed)
+    why = "read: operand #" + std::to_string(h.operand) + " is not a device tensor";
   else if (!lanes_[it->second.lane].failed.empty())
     why = lanes_[it->second.lane].failed;
   else if (h.first > it->second.bytes / sizeof(float)

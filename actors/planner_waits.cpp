@@ -16,7 +16,8 @@ std::string wait_name(const held_request& h) {
 }
 
 bool is_wait(const held_request& h) {
-  return h.what != held_request::kind::submit && h.what != held_request::kind::release;
+  return h.what != held_request::kind::submit && h.what != held_request::kind::release
+         && h.what != held_request::kind::collective;
 }
 
 
@@ -87,6 +88,18 @@ bool planner::drain_head(held_request& h, bool moved) {
       store_wait_over_ = false; // that deadline was this head's alone
       return true;
     }
+    case held_request::kind::collective:
+      if (!stream_collective(h)) {
+        if (moved || h.streamed != streamed)
+          start_store_wait();
+        return false;
+      }
+      for (const auto& ids : {h.coll.parts, h.coll.outs})
+        for (operand_id id : ids)
+          if (auto it = held_refs_.find(id); it != held_refs_.end() && --it->second == 0)
+            held_refs_.erase(it);
+      store_wait_over_ = false;
+      return true;
     case held_request::kind::piece:
       if (!try_piece(h)) {
         if (moved)
@@ -234,8 +247,9 @@ bool planner::expire_held(uint64_t wait) {
     out_.answer(wait, wait_answer::fail(
                         errc::timeout,
                         wait_name(h) + ": waited " + duration_string(wait_timeout_) + " behind "
-                          + (head.what == held_request::kind::submit ? op_name(head.req)
-                                                                     : std::string{"a read"})
+                          + (head.what == held_request::kind::submit       ? op_name(head.req)
+                             : head.what == held_request::kind::collective ? describe(head.coll)
+                                                                           : std::string{"a read"})
                           + ", which waits for room in the store ("
                           + std::to_string(store_.live_bytes()) + " of "
                           + std::to_string(store_.capacity())

@@ -1,7 +1,8 @@
 // The message vocabulary of the controller's actors, in one place (CAF 0.17 atoms: at most 10
 // characters), and the project's error category.
 //
-//   user thread -> executor:   (submit, op_request)  (release, operand_id)
+//   user thread -> executor:   (submit, op_request)  (submit, collective_request)
+//                              (release, operand_id)
 //                              (fetch, operand_id) -> uint64_t store offset, once written
 //                              (fetch, operand_id, first, count) -> uint64_t offset of a staging
 //                              range holding those elements of a device tensor too large for the
@@ -46,6 +47,7 @@
 #include "actors/errc.hpp"
 #include "actors/plan_records.hpp"
 #include "actors/ticket_slot.hpp"
+#include "graph/collective.hpp"
 #include "graph/op.hpp"
 
 namespace ag {
@@ -92,7 +94,8 @@ using runner_answers_actor =
 
 // The executor (actors/executor.hpp): the user's threads, the runners and the puller, itself.
 using executor_actor = caf::typed_actor<
-  caf::reacts_to<submit_atom, op_request>, caf::reacts_to<release_atom, operand_id>,
+  caf::reacts_to<submit_atom, op_request>, caf::reacts_to<submit_atom, collective_request>,
+  caf::reacts_to<release_atom, operand_id>,
   caf::replies_to<fetch_atom, operand_id>::with<uint64_t>,
   caf::replies_to<fetch_atom, operand_id, uint64_t, uint64_t>::with<uint64_t>,
   caf::reacts_to<unstage_atom, uint64_t, uint64_t>, caf::reacts_to<sync_atom>,

@@ -276,6 +276,9 @@ private:
   void on(const trace::record&, const trace::begin_rec&) {}
   void on(const trace::record&, const trace::startup_rec&) {}
   void on(const trace::record&, const trace::end_rec&) {}
+  // A collective is what its operators in the batches that follow do: those replay (and their
+  // results are compared, as reads and live operands); the record itself is counted.
+  void on(const trace::record&, const trace::collective_rec&) { ++report_.collectives; }
 
   void on(const trace::record& r, const trace::store_write_rec& x) {
     if (!x.data.empty())

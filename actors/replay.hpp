@@ -56,6 +56,7 @@ struct replay_report {
   uint64_t messages = 0;  // batches messages sent (execute frames and local batches)
   uint64_t acks = 0;      // acknowledgements compared
   uint64_t reads = 0;     // reads compared
+  uint64_t collectives = 0; // collectives recorded: their operators replay in the batches
   double worst_relative = 0; // the largest difference a read was let through with (tolerance)
   std::vector<operand_digest> digests; // every read in order, then every live operand
 };

@@ -280,6 +280,14 @@ public:
     caf::anon_send(executor_, submit_atom::value, std::move(req));
   }
 
+  // A collective takes one credit, on its first result's device.
+  void submit(collective_request&& req) override {
+    const uint32_t lane = lane_of(req.to.front());
+    if (auto why = flow_->acquire(lane, 0, opt_.wait_timeout); !why.empty())
+      throw error(describe(req) + ": " + why);
+    caf::anon_send(executor_, submit_atom::value, std::move(req));
+  }
+
   void release(operand_id id) noexcept override {
     store_fence::release(); // this thread's reads of the tensor's range come first
     caf::anon_send(executor_, release_atom::value, id);

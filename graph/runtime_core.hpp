@@ -10,6 +10,7 @@
 
 #include "actorgraph/device.hpp"
 #include "actorgraph/tensor.hpp"
+#include "graph/collective.hpp"
 #include "graph/op.hpp"
 
 namespace ag::detail {
@@ -26,6 +27,8 @@ public:
   virtual bool has_device(const device& d) const noexcept = 0;
 
   virtual void submit(op_request&& req) = 0;
+  // A collective whose results (req.outs) the caller named with next_id().
+  virtual void submit(collective_request&& req) = 0;
   virtual void release(operand_id id) noexcept = 0;
 
   // Waits until operand id (a cpu tensor of count floats) is written and copies it out.
@@ -61,6 +64,9 @@ struct tensor_node {
   static tensor make(std::weak_ptr<runtime_core> rt, operand_id id, shape_t shape, device where) {
     return tensor{std::make_shared<tensor_node>(std::move(rt), id, std::move(shape), where)};
   }
+
+  // The node of t; ag::error naming `what` for an undefined handle.
+  static const tensor_node& of(const tensor& t, const char* what) { return t.checked(what); }
 
   std::weak_ptr<runtime_core> runtime;
   operand_id id;

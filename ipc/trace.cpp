@@ -1,5 +1,6 @@
 #include "ipc/trace.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -65,6 +66,11 @@ typename Inspector::result_type inspect(Inspector& f, end_rec& x) {
   return f(caf::meta::type_name("end"), x.records);
 }
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, collective_rec& x) {
+  return f(caf::meta::type_name("collective"), x.c);
+}
+
 std::string to_string(record_type t) {
   switch (t) {
     case record_type::begin: return "begin";
@@ -76,6 +82,7 @@ std::string to_string(record_type t) {
     case record_type::read: return "read";
     case record_type::live: return "live";
     case record_type::end: return "end";
+    case record_type::collective: return "collective";
   }
   return "type#" + std::to_string(static_cast<int>(t));
 }
@@ -239,6 +246,19 @@ private:
     return {};
   }
   std::string check_one(const end_rec&) const { return {}; }
+  std::string check_one(const collective_rec& x) const {
+    const auto& c = x.c;
+    if (static_cast<uint8_t>(c.kind) > static_cast<uint8_t>(collective_kind::reduce_scatter))
+      return "a collective of kind " + std::to_string(static_cast<int>(c.kind));
+    if (c.parts.empty() || c.parts.size() != c.from.size() || c.outs.empty()
+        || c.outs.size() != c.to.size())
+      return describe(c) + ": its inputs and results do not match their devices";
+    for (const auto* devices : {&c.from, &c.to})
+      for (const auto& d : *devices)
+        if (std::find(begin_.lanes.begin(), begin_.lanes.end(), d) == begin_.lanes.end())
+          return describe(c) + ": " + d.str() + " is not a lane of the trace";
+    return {};
+  }
 
   const begin_rec& begin_;
 };

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "actorgraph/device.hpp"
+#include "graph/collective.hpp"
 #include "graph/op.hpp"
 #include "ipc/wire.hpp"
 
@@ -42,6 +43,7 @@ enum class record_type : uint8_t {
   read = 7,        // the user's thread read a cpu tensor: its bytes
   live = 8,        // the operands the user still held when the runtime stopped
   end = 9,         // the trace was closed in order: how many records came before
+  collective = 10, // a collective the executor began placing: its kind, inputs and results
 };
 
 std::string to_string(record_type t);
@@ -101,8 +103,13 @@ struct end_rec {
   uint64_t records = 0; // records before this one, begin included
 };
 
+// The operators that carry it out follow in the batches (local and frame records).
+struct collective_rec {
+  collective_request c;
+};
+
 using payload = std::variant<begin_rec, startup_rec, store_write_rec, local_rec, frame_rec, ack_rec,
-                             read_rec, live_rec, end_rec>;
+                             read_rec, live_rec, end_rec, collective_rec>;
 
 struct record {
   uint64_t index = 0;   // 0, 1, ... in the file

@@ -211,6 +211,9 @@ int start(int argc, char** argv) {
               static_cast<unsigned long long>(report.messages),
               static_cast<unsigned long long>(report.acks),
               static_cast<unsigned long long>(report.reads), digests.c_str());
+  if (report.collectives > 0)
+    std::printf("%llu collectives, replayed as their operators\n",
+                static_cast<unsigned long long>(report.collectives));
   if (report.worst_relative > 0)
     std::printf("reads matched within the tolerance; the largest relative difference: %.3g\n",
                 report.worst_relative);

@@ -1,6 +1,7 @@
 // actorgraph: eager tensor operators on several devices from one controller, on CAF actors.
 #pragma once
 
+#include "actorgraph/collectives.hpp"
 #include "actorgraph/device.hpp"
 #include "actorgraph/error.hpp"
 #include "actorgraph/graph_option.hpp"

@@ -1,5 +1,6 @@
 // libFuzzer target: a message trace as ag-replay reads it from a file (ipc/trace.cpp,
 // apps/ag-replay): the whole input is one trace file, parsed and checked by ag::trace::parse.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -90,6 +91,19 @@ public:
   void operator()(const trace::read_rec& x) const {
     range(x.offset, x.data.size(), "read: range outside the store");
     bytes_ += x.data.size();
+  }
+  void operator()(const trace::collective_rec& x) const {
+    const auto& c = x.c;
+    fuzz::require(static_cast<uint8_t>(c.kind) <= static_cast<uint8_t>(ag::collective_kind::reduce_scatter),
+                  "collective: unknown kind");
+    fuzz::require(!c.parts.empty() && c.parts.size() == c.from.size() && !c.outs.empty()
+                    && c.outs.size() == c.to.size(),
+                  "collective: inputs or results do not match their devices");
+    for (const auto* devices : {&c.from, &c.to})
+      for (const auto& d : *devices)
+        fuzz::require(std::find(begin_.lanes.begin(), begin_.lanes.end(), d) != begin_.lanes.end(),
+                      "collective: a device that is no lane");
+    bytes_ += c.parts.size() + c.outs.size();
   }
   void operator()(const trace::live_rec& x) const {
     for (const auto& o : x.operands) {

@@ -1,0 +1,333 @@
+// The planner's collectives (graph/collective.hpp) over the host store, a chunk at a time: each
+// input's chunk is staged in the store (a copy on its lane; a cpu input is there already), the cpu
+// lane sums the staged chunks where the collective reduces (in the parts' order), and each
+// result's lane copies the chunk in. Nothing waits inside a runner: every cross-lane order is a
+// dependency the planner holds, so a lane that fails turns what waited for it into NaN stand-ins
+// and taints every result (planner_failure.cpp), and no participant waits for it.
+//
+// Chunk order: the collective's elements are placed in segments, a chunk never crossing one.
+//   all_reduce, broadcast: one segment, the input's elements; result elements = input elements.
+//   all_gather: segment r is part r's elements; result elements [r * count, (r + 1) * count).
+//   reduce_scatter: segment r is block r of every part; only result r receives it.
+// A result's first chunk is its element 0 (the piece that creates it on its device).
+#include <limits>
+#include <tuple>
+
+#include <unistd.h>
+
+#include "actors/flow_control.hpp"
+#include "actors/planner.hpp"
+#include "ipc/timeline.hpp"
+#include "ipc/trace.hpp"
+
+namespace ag {
+
+namespace {
+
+constexpr uint64_t no_offset = operand_ref::no_offset;
+
+bool reduces(collective_kind k) {
+  return k == collective_kind::all_reduce || k == collective_kind::reduce_scatter;
+}
+
+// Elements of one segment of the chunk order.
+uint64_t segment(const collective_request& c) {
+  return c.kind == collective_kind::reduce_scatter ? c.out_count() : c.count;
+}
+
+// Elements of the whole chunk order.
+uint64_t chunk_order_elems(const collective_request& c) {
+  return c.kind == collective_kind::all_gather ? c.count * c.parts.size() : c.count;
+}
+
+// A copy of n elements; a piece of a `total`-element device operand at `first` unless whole.
+op_desc copy_of(operand_ref out, operand_ref a, uint64_t n, uint64_t first, uint64_t total) {
+  op_desc op{op_kind::copy, out, a, {}, n, 0, 0, 0};
+  if (n != total) {
+    op.m = first;
+    op.n = total;
+  }
+  return op;
+}
+
+// A chunk's value in the store, and the operator that writes it.
+struct staged_chunk {
+  operand_ref ref;
+  dependency written;
+};
+
+} // namespace
+
+// A collective from a user's thread: held in arrival order, like a transfer in pieces, and placed
+// from the head of the held queue as store room allows.
+void planner::submit(collective_request& req) {
+  held_request h;
+  h.what = held_request::kind::collective;
+  for (const auto& ids : {req.parts, req.outs})
+    for (operand_id id : ids)
+      ++held_refs_[id];
+  h.coll = std::move(req);
+  const bool was_empty = held_.empty();
+  held_.push_back(std::move(h));
+  if (was_empty)
+    drain_held(true);
+  schedule_flush();
+}
+
+// The elements of one chunk: its staging ranges (one per device input, and the sum) take at most
+// a quarter of the store together.
+uint64_t planner::chunk_elems(std::size_t parts) const {
+  return std::max<uint64_t>(1, store_.capacity() / 4 / (parts + 1) / sizeof(float));
+}
+
+// Places the held head's collective as far as store room allows: true once every chunk is placed
+// (or the collective failed), false while it waits for room.
+bool planner::stream_collective(held_request& h) {
+  const auto& c = h.coll;
+  if (!h.started) {
+    if (auto why = collective_blocker(c); !why.empty()) {
+      for (operand_id out : c.outs) {
+        auto& rec = tensors_[out];
+        rec.placed = false;
+        rec.failure = why;
+      }
+      record(why);
+      settle_collective(c);
+      return true;
+    }
+    if (!place_results(c))
+      return false;
+    h.started = true;
+    if (trace_)
+      trace_->write(trace::collective_rec{c});
+  }
+  const uint64_t total = chunk_order_elems(c);
+  const uint64_t seg = segment(c);
+  const uint64_t chunk = chunk_elems(c.parts.size());
+  while (h.streamed < total) {
+    if (auto why = failed_participant(c); !why.empty()) {
+      lose_rest(c, h.streamed, why);
+      break;
+    }
+    const uint64_t n = std::min(chunk, seg - h.streamed % seg);
+    if (!place_chunk(c, h.streamed, n)) {
+      const uint64_t bytes = n * sizeof(float) * (c.parts.size() + 1);
+      if (may_wait_for_space(bytes))
+        return false;
+      lose_rest(c, h.streamed, store_full(bytes, "a chunk of " + describe(c)));
+      break;
+    }
+    h.streamed += n;
+  }
+  if (total == 0) // empty results are still made on their devices
+    for (std::size_t q = 0; q < c.outs.size(); ++q)
+      if (auto l = *lane_of(c.to[q]); l != cpu_lane && tensors_[c.outs[q]].failure.empty())
+        enqueue(l, op_desc{op_kind::fill, {c.outs[q], no_offset}, {}, {}, 0, 0, 0, 0});
+  auto devices = c.from;
+  devices.insert(devices.end(), c.to.begin(), c.to.end());
+  note_store_path(to_string(c.kind), devices);
+  settle_collective(c);
+  return true;
+}
+
+// Why the collective cannot start, or empty: an input unknown, tainted or on a failed lane, a
+// result's device missing or failed.
+std::string planner::collective_blocker(const collective_request& c) const {
+  const std::string name = describe(c);
+  if (c.parts.empty() || c.parts.size() != c.from.size() || c.outs.size() != c.to.size()
+      || c.outs.empty())
+    return name + ": malformed request";
+  for (operand_id in : c.parts) {
+    auto it = tensors_.find(in);
+    if (it == tensors_.end())
+      return name + ": operand #" + std::to_string(in) + " does not exist";
+    if (!it->second.failure.empty())
+      return name + ": input #" + std::to_string(in) + " failed: " + it->second.failure;
+    if (!lanes_[it->second.lane].failed.empty())
+      return name + ": input #" + std::to_string(in) + " is on " + lanes_[it->second.lane].failed;
+    if (it->second.bytes != c.count * sizeof(float))
+      return name + ": input #" + std::to_string(in) + " holds " + std::to_string(it->second.bytes)
+             + " bytes, not " + std::to_string(c.count) + " elements";
+  }
+  for (const auto& d : c.to) {
+    const auto l = lane_of(d);
+    if (!l)
+      return name + ": " + d.str() + " is not a device of this runtime";
+    if (!lanes_[*l].failed.empty())
+      return name + ": " + lanes_[*l].failed;
+  }
+  return {};
+}
+
+// The failure of a lane the collective reads from or writes to, or empty.
+std::string planner::failed_participant(const collective_request& c) const {
+  for (operand_id in : c.parts)
+    if (const auto& ln = lanes_[tensors_.at(in).lane]; !ln.failed.empty())
+      return describe(c) + ": " + ln.failed;
+  for (const auto& d : c.to)
+    if (const auto& ln = lanes_[*lane_of(d)]; !ln.failed.empty())
+      return describe(c) + ": " + ln.failed;
+  return {};
+}
+
+// Gives each result its place: a cpu result its whole store range now, a device result its record
+// (its first chunk creates it). False, with nothing changed, while the store has no room.
+bool planner::place_results(const collective_request& c) {
+  const uint64_t bytes = c.out_count() * sizeof(float);
+  std::vector<std::pair<operand_id, uint64_t>> ranges;
+  for (std::size_t q = 0; q < c.outs.size(); ++q) {
+    if (*lane_of(c.to[q]) != cpu_lane)
+      continue;
+    auto off = store_.allocate(bytes);
+    if (!off) {
+      for (const auto& r : ranges)
+        store_.deallocate(r.second, bytes);
+      if (may_wait_for_space(bytes))
+        return false;
+      const auto why = store_full(bytes, describe(c));
+      for (operand_id out : c.outs)
+        tensors_[out] = tensor_rec{cpu_lane, no_offset, bytes, {}, false, why};
+      record(why);
+      return true;
+    }
+    ranges.emplace_back(c.outs[q], *off);
+  }
+  for (std::size_t q = 0; q < c.outs.size(); ++q)
+    tensors_[c.outs[q]] = tensor_rec{*lane_of(c.to[q]), no_offset, bytes, {}, true, {}};
+  for (const auto& [out, off] : ranges)
+    tensors_[out].offset = off;
+  return true;
+}
+
+// Places n elements of the chunk order from element `at`: stages the inputs' chunks, sums them
+// when the collective reduces, copies the value into each result that receives it. False, with
+// nothing changed, while the store has no room for its staging ranges.
+bool planner::place_chunk(const collective_request& c, uint64_t at, uint64_t n) {
+  const uint64_t seg = segment(c);
+  const uint64_t bytes = n * sizeof(float);
+  const bool sum = reduces(c.kind) && c.parts.size() > 1;
+  // The inputs this chunk reads, and the first of their elements it reads.
+  std::vector<std::size_t> inputs;
+  if (reduces(c.kind))
+    for (std::size_t i = 0; i < c.parts.size(); ++i)
+      inputs.push_back(i);
+  else
+    inputs.push_back(c.kind == collective_kind::all_gather ? at / seg : 0);
+  const uint64_t first = c.kind == collective_kind::all_gather ? at % seg : at;
+
+  std::size_t ranges = sum ? 1 : 0;
+  for (std::size_t i : inputs)
+    ranges += tensors_.at(c.parts[i]).lane == cpu_lane ? 0 : 1;
+  std::vector<uint64_t> got;
+  while (got.size() < ranges) {
+    auto off = store_.allocate(bytes);
+    if (!off) {
+      for (uint64_t o : got)
+        store_.deallocate(o, bytes);
+      return false;
+    }
+    got.push_back(*off);
+  }
+  std::size_t next = 0;
+
+  std::vector<staged_chunk> staged;
+  for (std::size_t i : inputs) {
+    const auto& rec = tensors_.at(c.parts[i]);
+    if (rec.lane == cpu_lane) {
+      staged.push_back({{0, rec.offset + first * sizeof(float)}, rec.writer});
+      continue;
+    }
+    const uint64_t off = got[next++];
+    const op_desc op = copy_of({0, off}, {c.parts[i], no_offset}, n, first, c.count);
+    staged.push_back({{0, off}, {rec.lane, enqueue(rec.lane, op, {rec.writer})}});
+  }
+  staged_chunk value = staged.front();
+  if (sum) {
+    const operand_ref acc{0, got[next++]};
+    op_desc add{op_kind::add, acc, staged[0].ref, staged[1].ref, n, 0, 0, 0};
+    uint64_t index = enqueue(cpu_lane, add, {staged[0].written, staged[1].written});
+    for (std::size_t r = 2; r < staged.size(); ++r) {
+      add.a = acc;
+      add.b = staged[r].ref;
+      index = enqueue(cpu_lane, add, {staged[r].written});
+    }
+    value = {acc, {cpu_lane, index}};
+  }
+
+  const uint64_t total = c.out_count();
+  const uint64_t out_first = c.kind == collective_kind::reduce_scatter ? at % seg : at;
+  for (std::size_t q = 0; q < c.outs.size(); ++q) {
+    if (c.kind == collective_kind::reduce_scatter && q != at / seg)
+      continue;
+    auto& rec = tensors_.at(c.outs[q]);
+    if (rec.lane == cpu_lane) {
+      const operand_ref dst{c.outs[q], rec.offset + out_first * sizeof(float)};
+      rec.writer = {cpu_lane, enqueue(cpu_lane, copy_of(dst, value.ref, n, 0, n), {value.written})};
+    } else {
+      const op_desc op = copy_of({c.outs[q], no_offset}, value.ref, n, out_first, total);
+      enqueue(rec.lane, op, {value.written});
+    }
+  }
+  for (uint64_t o : got)
+    free_later(o, bytes);
+  return true;
+}
+
+// The collective stops at element `at` of its chunk order: every result is tainted with why, and
+// a device result already made gets NaN for the elements it would still have received, so that
+// it is whole (its lane's operand map stays exact).
+void planner::lose_rest(const collective_request& c, uint64_t at, const std::string& why) {
+  record(why);
+  const uint64_t seg = segment(c);
+  const uint64_t total = c.out_count();
+  for (std::size_t q = 0; q < c.outs.size(); ++q) {
+    auto& rec = tensors_.at(c.outs[q]);
+    if (rec.failure.empty())
+      rec.failure = why;
+    if (rec.lane == cpu_lane || !lanes_[rec.lane].failed.empty())
+      continue;
+    uint64_t made = at; // elements of result q already placed
+    if (c.kind == collective_kind::reduce_scatter)
+      made = at / seg > q ? seg : at / seg < q ? 0 : at % seg;
+    if (made == 0) {
+      rec.placed = false; // never created on its device
+      continue;
+    }
+    if (made < total) {
+      op_desc nan{op_kind::fill, {c.outs[q], no_offset}, {}, {}, total - made, made, 0, total};
+      nan.scalar = std::numeric_limits<float>::quiet_NaN();
+      enqueue(rec.lane, nan);
+    }
+  }
+}
+
+// Gives the user's credit back once the collective's last operator on the lane it was charged to
+// (its first result's) has run.
+void planner::settle_collective(const collective_request& c) {
+  if (!flow_)
+    return;
+  const auto l = c.to.empty() ? std::nullopt : lane_of(c.to.front());
+  if (!l || !lanes_[*l].failed.empty() || lanes_[*l].issued == 0)
+    flow_->release(l.value_or(cpu_lane), 1);
+  else
+    lanes_[*l].credits.push_back({lanes_[*l].issued, *l});
+}
+
+// The timeline says which path a transfer between devices took, and why not a direct one.
+void planner::note_store_path(const std::string& what, const std::vector<device>& devices) {
+  if (!timeline_)
+    return;
+  std::string why;
+  for (const auto& d : devices)
+    if (d.type != device::kind::cuda) {
+      why = d.str() + " is not a CUDA device";
+      break;
+    }
+  if (why.empty())
+    why = "no direct path between CUDA devices in this build";
+  const auto now = timeline::clock::now();
+  timeline_->span(::getpid(), 0, what, "transfer", now, now,
+                  {{"path", "store"}, {"why", why}});
+}
+
+} // namespace ag
