@@ -37,7 +37,12 @@ std::vector<std::pair<operand_id, std::size_t>> release_points(const batch& b) {
   for (auto id : b.no_hold)
     last.emplace_back(id, 0);
   std::sort(last.begin(), last.end());
-  for (std::size_t i = 0; i < b.ops.size(); ++i)
+  for (std::size_t i = 0; i < b.ops.size(); ++i) {
+    // A peer_sum names what it reads in its group (in the store), not in its fields: nothing of
+    // the batch goes before it.
+    if (b.ops[i].kind == op_kind::peer_sum)
+      for (auto& l : last)
+        l.second = i + 1;
     for (const auto* ref : {&b.ops[i].a, &b.ops[i].b, &b.ops[i].out}) {
       if (ref->id == 0 || ref->on_host())
         continue;
@@ -45,6 +50,7 @@ std::vector<std::pair<operand_id, std::size_t>> release_points(const batch& b) {
       for (; it != last.end() && it->first == ref->id; ++it)
         it->second = i + 1;
     }
+  }
   std::stable_sort(last.begin(), last.end(),
                    [](const auto& x, const auto& y) { return x.second < y.second; });
   return last;
@@ -60,7 +66,8 @@ batch_runner::batch_runner(batch_runner_setup setup, runner_answers& out)
   stream_ = make_stream(setup_.dev);
   if (setup_.pin_store)
     stream_->register_host(setup_.store_base, setup_.store_size);
-  runner_ = std::make_unique<naive_runner>(*stream_, setup_.store_base, setup_.store_size);
+  runner_ = std::make_unique<naive_runner>(*stream_, setup_.store_base, setup_.store_size,
+                                           setup_.lane, setup_.peers.get());
 }
 
 batch_runner::~batch_runner() = default;

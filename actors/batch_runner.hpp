@@ -22,6 +22,7 @@ namespace ag {
 class completion_board;
 class kernel_stream;
 class naive_runner;
+class peer_directory;
 class timeline;
 
 // Where a runner's acknowledgements go (a CAF actor behind it: the executor, a child's pusher).
@@ -40,6 +41,8 @@ struct batch_runner_setup {
   bool pin_store = false; // a CUDA stream registers the store (copies at pinned-memory speed)
   std::shared_ptr<ag::timeline> timeline; // spans of batches, operators and synchronizes
   completion_board* board = nullptr;      // null: the answers alone
+  // The operands of this process's peer lanes (direct transfers); null: none.
+  std::shared_ptr<peer_directory> peers;
 };
 
 class batch_runner {

@@ -8,6 +8,7 @@
 #include "actors/puller.hpp"
 #include "actors/runner_proxy.hpp"
 #include "actors/stream_actor.hpp"
+#include "cuda/peer_directory.hpp"
 #include "ipc/ring_publisher.hpp"
 #include "ipc/shm_channel.hpp"
 #include "ipc/trace.hpp"
@@ -53,6 +54,7 @@ void lane_topology::spawn(topology_setup& setup) {
   }
   // The children on nodes were started by their nodes (actors/node_client.hpp).
   const auto* net = setup.process && setup.process->network ? setup.process->network.get() : nullptr;
+  const auto peers = setup.peers ? std::make_shared<peer_directory>() : nullptr;
   for (uint32_t i = 0; i < setup.devices.size(); ++i) {
     const auto& dev = setup.devices[i];
     lane_actor l;
@@ -71,7 +73,8 @@ void lane_topology::spawn(topology_setup& setup) {
       l.stream = spawn_stream_actor(sys, caf::actor_cast<runner_answers_actor>(owner), i, dev,
                                     setup.store_base, setup.store_size,
                                     dev.type == device::kind::cuda, setup.timeline,
-                                    setup.board, setup.linger);
+                                    setup.board, setup.linger,
+                                    dev.is_cpu() ? nullptr : peers);
     }
     owner->monitor(l.runner());
     lanes_.push_back(std::move(l));

@@ -48,6 +48,9 @@ struct topology_setup {
   completion_board* board = nullptr;
   // How long this process's stream actors watch their mailboxes once idle (0: not at all).
   std::chrono::nanoseconds linger{0};
+  // The device lanes in this process run direct transfers (peer_copy, peer_sum): their runners
+  // share a peer_directory.
+  bool peers = false;
 };
 
 class lane_topology {

@@ -26,6 +26,9 @@ struct entry {
   op_desc op;
   operand_id released = 0;
   std::vector<dependency> deps; // on other lanes only; empty for nearly every operator
+  // A direct transfer: every operand it reads where it lies (a peer_sum's group is in the store,
+  // out of the operator's own fields), through which a taint spreads to its result.
+  std::vector<operand_id> sources;
 };
 
 // The credit of one submitted operator, given back once operator `index` of the lane that holds
@@ -70,7 +73,20 @@ struct tensor_rec {
   dependency writer; // index 0: written before any operator (an upload)
   bool placed = true; // false: never given memory (its operator was not run)
   std::string failure;
+  // Direct transfers on other lanes that read it where it lies: its release waits for them.
+  std::vector<dependency> readers;
 };
+
+// A tensor given memory: on `lane`, at `offset` for cpu tensors, written by `writer`.
+inline tensor_rec placed_tensor(uint32_t lane, uint64_t offset, uint64_t bytes,
+                                dependency writer = {}) {
+  tensor_rec r;
+  r.lane = lane;
+  r.offset = offset;
+  r.bytes = bytes;
+  r.writer = writer;
+  return r;
+}
 
 // A store range released while operators issued before the release may still read it.
 struct pending_free {

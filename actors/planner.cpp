@@ -26,7 +26,9 @@ planner::planner(planner_setup setup, planner_outbox& out)
     progress_timeout_(setup.progress_timeout),
     flow_(std::move(setup.flow)),
     trace_(std::move(setup.trace)),
-    timeline_(std::move(setup.timeline)) {
+    timeline_(std::move(setup.timeline)),
+    peers_(std::move(setup.peers)),
+    one_shot_bytes_(setup.one_shot_bytes) {
   for (const auto& d : setup.devices) {
     plan_lane l;
     l.dev = d;

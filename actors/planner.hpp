@@ -102,6 +102,13 @@ struct planner_setup {
   completion_board* board = nullptr;
   // The largest broadcast body (the ring's largest frame); 0: no bound (the socket).
   std::size_t max_broadcast_bytes = 0;
+  // Lane pairs with a direct path (device lanes of this process that are peers: peer_copy and
+  // peer_sum read one's memory on the other): peers[a][b]. Empty: none; everything between
+  // devices goes through the store.
+  std::vector<std::vector<bool>> peers;
+  // A direct all_reduce of at most this many bytes per part reads every peer's whole part on every
+  // lane (one-shot); a larger one sums one block per lane, then gathers the blocks (two-shot).
+  std::size_t one_shot_bytes = std::size_t{256} << 10;
 };
 
 struct plan_stats {
@@ -197,6 +204,7 @@ private:
   placement place(uint32_t l, op_request& req);
   placement upload(uint32_t l, op_request& req, uint64_t bytes);
   placement move(uint32_t dst, op_request& req, uint64_t bytes);
+  placement direct_move(uint32_t dst, op_request& req, uint64_t bytes);
   placement compute(uint32_t l, op_request& req);
   void store_upload(operand_id out, uint64_t offset, const float* data, uint64_t bytes);
   bool piecewise(const op_request& req) const;
@@ -216,10 +224,19 @@ private:
   std::string failed_participant(const collective_request& c) const;
   bool place_results(const collective_request& c);
   bool place_chunk(const collective_request& c, uint64_t at, uint64_t n);
+  bool direct_group(const collective_request& c) const;
+  bool place_direct(const collective_request& c);
+  void gather_blocks(const collective_request& c, const std::vector<operand_id>& blocks,
+                     const std::vector<uint32_t>& block_lanes,
+                     const std::vector<dependency>& block_writers);
+  std::optional<uint64_t> write_group(const collective_request& c);
+  uint64_t read_directly(uint32_t l, const op_desc& op, const std::vector<operand_id>& sources);
   void lose_rest(const collective_request& c, uint64_t at, const std::string& why);
   void settle_collective(const collective_request& c);
   uint64_t chunk_elems(std::size_t parts) const;
-  void note_store_path(const std::string& what, const std::vector<device>& devices);
+  void note_path(const std::string& what, const std::vector<device>& devices, bool direct);
+  std::string no_direct_path(const std::vector<device>& devices) const;
+  bool peer(uint32_t a, uint32_t b) const;
 
   // planner_failure.cpp
   void record(const std::string& what);
@@ -228,7 +245,7 @@ private:
   std::string blocker(const op_request& req, std::optional<uint32_t> l) const;
   void fail_lane(uint32_t l, const std::string& why);
   void stand_in_for(uint32_t l, const std::string& why);
-  void taint_readers();
+  void taint_readers(std::unordered_map<uint64_t, std::string> staged = {});
   void fail_startup(const std::string& why);
 
   // planner_waits.cpp
@@ -291,6 +308,9 @@ private:
   uint64_t operators_ = 0;
   std::shared_ptr<trace::writer> trace_;
   std::shared_ptr<ag::timeline> timeline_;
+  std::vector<std::vector<bool>> peers_;
+  std::size_t one_shot_bytes_;
+  operand_id next_own_id_ = operand_id{1} << 62; // the planner's own operands (two-shot blocks)
 };
 
 } // namespace ag

@@ -10,6 +10,7 @@
 //   all_gather: segment r is part r's elements; result elements [r * count, (r + 1) * count).
 //   reduce_scatter: segment r is block r of every part; only result r receives it.
 // A result's first chunk is its element 0 (the piece that creates it on its device).
+#include <algorithm>
 #include <limits>
 #include <tuple>
 
@@ -25,6 +26,9 @@ namespace ag {
 namespace {
 
 constexpr uint64_t no_offset = operand_ref::no_offset;
+
+// The most parts a peer_sum reads (cuda/kernel_stream.hpp, max_peer_parts).
+constexpr std::size_t kernel_stream_max_parts = 16;
 
 bool reduces(collective_kind k) {
   return k == collective_kind::all_reduce || k == collective_kind::reduce_scatter;
@@ -95,8 +99,32 @@ bool planner::stream_collective(held_request& h) {
       settle_collective(c);
       return true;
     }
+    if (direct_group(c)) {
+      if (!place_direct(c)) { // no room for a sum's group yet
+        const uint64_t bytes = c.parts.size() * sizeof(peer_entry);
+        if (may_wait_for_space(bytes))
+          return false;
+        const auto why = store_full(bytes, describe(c));
+        for (operand_id out : c.outs) {
+          tensors_[out] = placed_tensor(*lane_of(c.to[0]), no_offset, 0);
+          tensors_[out].placed = false;
+          tensors_[out].failure = why;
+        }
+        record(why);
+        settle_collective(c);
+        return true;
+      }
+      if (trace_)
+        trace_->write(trace::collective_rec{c});
+      settle_collective(c);
+      return true;
+    }
     if (!place_results(c))
       return false;
+    if (!tensors_.at(c.outs.front()).failure.empty()) { // no room for a cpu result, ever
+      settle_collective(c);
+      return true;
+    }
     h.started = true;
     if (trace_)
       trace_->write(trace::collective_rec{c});
@@ -125,7 +153,7 @@ bool planner::stream_collective(held_request& h) {
         enqueue(l, op_desc{op_kind::fill, {c.outs[q], no_offset}, {}, {}, 0, 0, 0, 0});
   auto devices = c.from;
   devices.insert(devices.end(), c.to.begin(), c.to.end());
-  note_store_path(to_string(c.kind), devices);
+  note_path(to_string(c.kind), devices, false);
   settle_collective(c);
   return true;
 }
@@ -171,7 +199,8 @@ std::string planner::failed_participant(const collective_request& c) const {
 }
 
 // Gives each result its place: a cpu result its whole store range now, a device result its record
-// (its first chunk creates it). False, with nothing changed, while the store has no room.
+// (its first chunk creates it). False, with nothing changed, while the store has no room; true
+// with every result tainted when waiting cannot help.
 bool planner::place_results(const collective_request& c) {
   const uint64_t bytes = c.out_count() * sizeof(float);
   std::vector<std::pair<operand_id, uint64_t>> ranges;
@@ -185,15 +214,18 @@ bool planner::place_results(const collective_request& c) {
       if (may_wait_for_space(bytes))
         return false;
       const auto why = store_full(bytes, describe(c));
-      for (operand_id out : c.outs)
-        tensors_[out] = tensor_rec{cpu_lane, no_offset, bytes, {}, false, why};
+      for (operand_id out : c.outs) {
+        tensors_[out] = placed_tensor(cpu_lane, no_offset, bytes);
+        tensors_[out].placed = false;
+        tensors_[out].failure = why;
+      }
       record(why);
       return true;
     }
     ranges.emplace_back(c.outs[q], *off);
   }
   for (std::size_t q = 0; q < c.outs.size(); ++q)
-    tensors_[c.outs[q]] = tensor_rec{*lane_of(c.to[q]), no_offset, bytes, {}, true, {}};
+    tensors_[c.outs[q]] = placed_tensor(*lane_of(c.to[q]), no_offset, bytes);
   for (const auto& [out, off] : ranges)
     tensors_[out].offset = off;
   return true;
@@ -265,7 +297,7 @@ bool planner::place_chunk(const collective_request& c, uint64_t at, uint64_t n) 
       rec.writer = {cpu_lane, enqueue(cpu_lane, copy_of(dst, value.ref, n, 0, n), {value.written})};
     } else {
       const op_desc op = copy_of({c.outs[q], no_offset}, value.ref, n, out_first, total);
-      enqueue(rec.lane, op, {value.written});
+      rec.writer = {rec.lane, enqueue(rec.lane, op, {value.written})};
     }
   }
   for (uint64_t o : got)
@@ -313,21 +345,191 @@ void planner::settle_collective(const collective_request& c) {
     lanes_[*l].credits.push_back({lanes_[*l].issued, *l});
 }
 
-// The timeline says which path a transfer between devices took, and why not a direct one.
-void planner::note_store_path(const std::string& what, const std::vector<device>& devices) {
+// -- direct paths ---------------------------------------------------------------------------------
+
+// Every input and result is on a device lane of this process, each a peer of the others: the
+// collective reads the inputs where they lie.
+bool planner::direct_group(const collective_request& c) const {
+  // Without peers, this process's runners share no directory (even for a group of one).
+  if (peers_.empty() || c.parts.size() > kernel_stream_max_parts)
+    return false;
+  // One result per part, on its device (the API's groups; the two-shot blocks lie on them).
+  if (c.kind != collective_kind::broadcast && c.to != c.from)
+    return false;
+  std::vector<uint32_t> group;
+  for (operand_id in : c.parts)
+    group.push_back(tensors_.at(in).lane);
+  for (const auto& d : c.to)
+    group.push_back(*lane_of(d));
+  for (uint32_t a : group)
+    for (uint32_t b : group)
+      if (a != b && !peer(a, b))
+        return false;
+  return std::find(group.begin(), group.end(), cpu_lane) == group.end();
+}
+
+// The group of a peer_sum, in the store: every input's lane and id, in order. Empty while the
+// store has no room for it.
+std::optional<uint64_t> planner::write_group(const collective_request& c) {
+  std::vector<peer_entry> group;
+  for (operand_id in : c.parts)
+    group.push_back({tensors_.at(in).lane, 0, in});
+  const uint64_t bytes = group.size() * sizeof(peer_entry);
+  auto off = store_.allocate(bytes);
+  if (!off)
+    return std::nullopt;
+  store_upload(0, *off, reinterpret_cast<const float*>(group.data()), bytes);
+  return off;
+}
+
+// Enqueues a direct transfer on lane l that reads `sources` where they lie: after each one's
+// writer, and before each one's release (its readers). Returns the operator's index.
+uint64_t planner::read_directly(uint32_t l, const op_desc& op,
+                                const std::vector<operand_id>& sources) {
+  auto& ln = lanes_[l];
+  entry e;
+  e.op = op;
+  e.sources = sources;
+  for (operand_id id : sources)
+    if (const auto& w = tensors_.at(id).writer; w.lane != l && w.index > 0)
+      e.deps.push_back(w);
+  ln.queue.push_back(std::move(e));
+  ++ln.entries;
+  const uint64_t index = ++ln.issued;
+  for (operand_id id : sources)
+    tensors_.at(id).readers.push_back({l, index});
+  return index;
+}
+
+// Places a collective over peer lanes in one go: false, with nothing changed, while the store has
+// no room for a sum's group (a few bytes).
+//   all_reduce, up to one_shot_bytes: every lane sums every peer's whole part (one-shot);
+//     larger: lane r sums block r of every part, then every lane gathers the blocks (two-shot).
+//   reduce_scatter: lane r sums block r of every part into its result.
+//   all_gather: every lane copies each peer's part into its slice of the result.
+//   broadcast: every destination copies the source.
+bool planner::place_direct(const collective_request& c) {
+  const uint64_t w = c.parts.size();
+  const bool sums = reduces(c.kind) && c.count > 0;
+  std::optional<uint64_t> group;
+  if (sums && !(group = write_group(c)))
+    return false; // no room yet: wait (a deadline follows, as for any held head)
+  const uint64_t total = c.out_count();
+  auto lane_out = [&](std::size_t q) { return *lane_of(c.to[q]); };
+  for (std::size_t q = 0; q < c.outs.size(); ++q)
+    tensors_[c.outs[q]] = placed_tensor(lane_out(q), no_offset, total * sizeof(float));
+  if (total == 0 || c.count == 0) {
+    for (std::size_t q = 0; q < c.outs.size(); ++q)
+      tensors_[c.outs[q]].writer = {
+        lane_out(q),
+        enqueue(lane_out(q), op_desc{op_kind::fill, {c.outs[q], no_offset}, {}, {}, 0, 0, 0, 0})};
+  } else if (c.kind == collective_kind::broadcast || c.kind == collective_kind::all_gather) {
+    for (std::size_t q = 0; q < c.outs.size(); ++q) {
+      const uint32_t l = lane_out(q);
+      for (std::size_t r = 0; r < c.parts.size(); ++r) {
+        op_desc op{op_kind::peer_copy, {c.outs[q], no_offset}, {c.parts[r], no_offset}, {},
+                   c.count, 0, tensors_.at(c.parts[r]).lane, 0};
+        if (c.kind == collective_kind::all_gather) { // a piece: slice r of the result
+          op.m = r * c.count;
+          op.n = total;
+        }
+        tensors_[c.outs[q]].writer = {l, read_directly(l, op, {c.parts[r]})};
+      }
+    }
+  } else if (c.kind == collective_kind::reduce_scatter
+             || c.count * sizeof(float) > one_shot_bytes_) {
+    // Block r of the sum, on lane r: the result (reduce_scatter) or a block of the planner's own.
+    const bool scatter = c.kind == collective_kind::reduce_scatter;
+    const uint64_t block = scatter ? total : (c.count + w - 1) / w;
+    std::vector<operand_id> blocks;
+    std::vector<uint32_t> block_lanes;
+    std::vector<dependency> block_writers;
+    for (std::size_t r = 0; r < w && r * block < c.count; ++r) {
+      const uint32_t l = lane_out(r);
+      const uint64_t n = std::min(block, c.count - r * block);
+      const operand_id id = scatter ? c.outs[r] : next_own_id_++;
+      const op_desc op{op_kind::peer_sum, {id, no_offset}, {0, *group}, {}, n, r * block, w, 0};
+      const dependency written{l, read_directly(l, op, c.parts)};
+      if (!scatter)
+        tensors_[id] = placed_tensor(l, no_offset, n * sizeof(float), written);
+      tensors_[id].writer = written;
+      blocks.push_back(id);
+      block_lanes.push_back(l);
+      block_writers.push_back(written);
+    }
+    if (!scatter)
+      gather_blocks(c, blocks, block_lanes, block_writers);
+  } else { // one-shot all_reduce
+    for (std::size_t q = 0; q < c.outs.size(); ++q) {
+      const uint32_t l = lane_out(q);
+      const op_desc op{op_kind::peer_sum, {c.outs[q], no_offset}, {0, *group}, {}, c.count, 0, w, 0};
+      tensors_[c.outs[q]].writer = {l, read_directly(l, op, c.parts)};
+    }
+  }
+  if (group)
+    free_later(*group, w * sizeof(peer_entry));
+  auto devices = c.from;
+  devices.insert(devices.end(), c.to.begin(), c.to.end());
+  note_path(to_string(c.kind), devices, true);
+  return true;
+}
+
+// The two-shot all_reduce's second half: every lane copies each block into its result, then the
+// blocks go once every copy of them ran.
+void planner::gather_blocks(const collective_request& c, const std::vector<operand_id>& blocks,
+                            const std::vector<uint32_t>& block_lanes,
+                            const std::vector<dependency>& block_writers) {
+  (void)block_writers; // each block's writer is its record's, which read_directly waits for
+  const uint64_t block = (c.count + c.parts.size() - 1) / c.parts.size();
+  for (std::size_t q = 0; q < c.outs.size(); ++q) {
+    const uint32_t l = *lane_of(c.to[q]);
+    for (std::size_t r = 0; r < blocks.size(); ++r) {
+      const uint64_t n = tensors_.at(blocks[r]).bytes / sizeof(float);
+      const op_desc op{op_kind::peer_copy, {c.outs[q], no_offset}, {blocks[r], no_offset}, {},
+                       n, r * block, block_lanes[r], c.count};
+      tensors_[c.outs[q]].writer = {l, read_directly(l, op, {blocks[r]})};
+    }
+  }
+  for (operand_id id : blocks)
+    drop(id); // released on its lane after its readers
+}
+
+// The timeline says which path a transfer between devices took, and, through the store, why not
+// a direct one.
+void planner::note_path(const std::string& what, const std::vector<device>& devices, bool direct) {
   if (!timeline_)
     return;
-  std::string why;
-  for (const auto& d : devices)
-    if (d.type != device::kind::cuda) {
-      why = d.str() + " is not a CUDA device";
-      break;
-    }
-  if (why.empty())
-    why = "no direct path between CUDA devices in this build";
+  std::vector<timeline::arg> args{{"path", direct ? "peer" : "store"}};
+  if (!direct)
+    args.push_back({"why", no_direct_path(devices)});
   const auto now = timeline::clock::now();
-  timeline_->span(::getpid(), 0, what, "transfer", now, now,
-                  {{"path", "store"}, {"why", why}});
+  timeline_->span(::getpid(), 0, what, "transfer", now, now, std::move(args));
+}
+
+// Why devices have no direct path between them.
+std::string planner::no_direct_path(const std::vector<device>& devices) const {
+  for (const auto& d : devices) {
+    const auto l = lane_of(d);
+    if (!l || *l == cpu_lane)
+      return "the cpu takes part (its tensors live in the store)";
+    if (lanes_[*l].remote)
+      return d.str() + " runs in a child process (direct transfers between processes are not "
+                       "built yet)";
+  }
+  if (devices.size() > kernel_stream_max_parts)
+    return std::to_string(devices.size()) + " devices (a direct collective takes at most "
+           + std::to_string(kernel_stream_max_parts) + ")";
+  for (const auto& a : devices)
+    for (const auto& b : devices)
+      if (a != b && !peer(*lane_of(a), *lane_of(b))) {
+        if (a.type == device::kind::sim && b.type == device::kind::sim)
+          return a.str() + " and " + b.str()
+                 + " are not peers (sim devices are peers with graph_option::sim_peers)";
+        if (a.type != b.type)
+          return a.str() + " and " + b.str() + " are different kinds of device";
+        return "no peer access between " + a.str() + " and " + b.str();
+      }
+  return "no direct path";
 }
 
 } // namespace ag

@@ -83,15 +83,22 @@ void planner::fail_lane(uint32_t l, const std::string& why) {
   collect();
 }
 
-// The operators of other lanes that wait for what failed lane l has not run become NaN fills of
-// their result, tainted with why.
+// The operators of other lanes that wait for what failed lane l has not run, or that would read
+// its memory directly, become NaN fills of their result, tainted with why.
 void planner::stand_in_for(uint32_t l, const std::string& why) {
   const uint64_t done = lanes_[l].done;
+  std::unordered_map<uint64_t, std::string> staged; // staging ranges a stand-in writes
   for (auto& other : lanes_) {
     for (auto& e : other.queue) {
       bool waits = false;
       for (const auto& d : e.deps)
         waits = waits || (d.lane == l && d.index > done);
+      // A direct transfer reads the failed lane's memory, which went with its runner.
+      if (!e.release && e.op.kind == op_kind::peer_copy && e.op.k == l)
+        waits = true;
+      for (operand_id id : e.sources)
+        if (auto it = tensors_.find(id); it != tensors_.end() && it->second.lane == l)
+          waits = true;
       if (!waits)
         continue;
       e.deps.clear();
@@ -102,17 +109,19 @@ void planner::stand_in_for(uint32_t l, const std::string& why) {
       if (auto it = tensors_.find(e.op.out.id); it != tensors_.end() && e.op.out.id != 0)
         if (it->second.failure.empty())
           it->second.failure = why;
+      if (e.op.out.id == 0 && e.op.out.on_host()) // a staging range: its readers are tainted
+        staged.emplace(e.op.out.offset, why);
     }
   }
-  taint_readers();
+  taint_readers(std::move(staged));
 }
 
 // Operators still queued that read a tainted operand (a stand-in's NaNs, or what was computed
 // from them) taint their result in turn, across lanes, until nothing changes: no tensor computed
 // from a failed lane's work reads as healthy. A staging range (operand 0) written from a tainted
-// operand carries the taint to the copy that reads it.
-void planner::taint_readers() {
-  std::unordered_map<uint64_t, std::string> staged; // staging offset -> why it is tainted
+// operand, or by a stand-in (`staged`), carries the taint to the copy that reads it.
+void planner::taint_readers(std::unordered_map<uint64_t, std::string> staged) {
+  // staged: staging offset -> why it is tainted
   auto failure_of = [&](const operand_ref& r) -> const std::string* {
     if (r.id == 0) {
       auto it = staged.find(r.offset);
@@ -128,6 +137,8 @@ void planner::taint_readers() {
         const std::string* why = e.release ? nullptr : failure_of(e.op.a);
         if (!e.release && !why)
           why = failure_of(e.op.b);
+        for (std::size_t i = 0; !e.release && !why && i < e.sources.size(); ++i)
+          why = failure_of(operand_ref{e.sources[i], operand_ref::no_offset});
         if (!why)
           continue;
         if (e.op.out.id == 0) {

@@ -12,11 +12,6 @@ namespace ag {
 
 namespace {
 
-// A tensor given memory: on `lane`, at `offset` for cpu tensors, written by `writer`.
-tensor_rec placed(uint32_t lane, uint64_t offset, uint64_t bytes, dependency writer) {
-  return tensor_rec{lane, offset, bytes, writer};
-}
-
 // A copy of `count` elements from operand ref `a` to `out`; with `total`, elements
 // [first, first + count) of a `total`-element device operand (docs/PROTOCOL.md, copy).
 op_desc copy_op(operand_ref out, operand_ref a, uint64_t count, uint64_t first = 0,
@@ -69,11 +64,11 @@ placement planner::upload(uint32_t l, op_request& req, uint64_t bytes) {
     return no_space(req.out, bytes, "from_vector -> #" + std::to_string(req.out));
   store_upload(req.out, *off, req.data.data(), bytes);
   if (l == cpu_lane) {
-    tensors_[req.out] = placed(cpu_lane, *off, bytes, {});
+    tensors_[req.out] = placed_tensor(cpu_lane, *off, bytes, {});
     return {};
   }
   const uint64_t index = enqueue(l, copy_op({req.out, no_offset}, {0, *off}, req.count));
-  tensors_[req.out] = placed(l, no_offset, bytes, {});
+  tensors_[req.out] = placed_tensor(l, no_offset, bytes, {l, index});
   free_later(*off, bytes);
   return {false, {l, index}};
 }
@@ -82,10 +77,12 @@ placement planner::upload(uint32_t l, op_request& req, uint64_t bytes) {
 // acknowledged (the dependency holds the destination's half back).
 placement planner::move(uint32_t dst, op_request& req, uint64_t bytes) {
   const tensor_rec src = tensors_.at(req.a);
+  if (peer(dst, src.lane))
+    return direct_move(dst, req, bytes);
   if (src.lane == cpu_lane) { // store -> device
     const uint64_t index =
       enqueue(dst, copy_op({req.out, no_offset}, {req.a, src.offset}, req.count), {src.writer});
-    tensors_[req.out] = placed(dst, no_offset, bytes, {});
+    tensors_[req.out] = placed_tensor(dst, no_offset, bytes, {dst, index});
     return {false, {dst, index}};
   }
   auto off = store_.allocate(bytes);
@@ -95,16 +92,34 @@ placement planner::move(uint32_t dst, op_request& req, uint64_t bytes) {
   const dependency written{src.lane,
                            enqueue(src.lane, copy_op(staged, {req.a, no_offset}, req.count))};
   if (dst == cpu_lane) { // device -> store: the store range is the cpu tensor
-    tensors_[req.out] = placed(cpu_lane, *off, bytes, written);
+    tensors_[req.out] = placed_tensor(cpu_lane, *off, bytes, written);
     return {false, written};
   }
   // device -> staging range -> device
-  note_store_path("to", {lanes_[src.lane].dev, req.where});
+  note_path("to", {lanes_[src.lane].dev, req.where}, false);
   const uint64_t index =
     enqueue(dst, copy_op({req.out, no_offset}, {0, *off}, req.count), {written});
-  tensors_[req.out] = placed(dst, no_offset, bytes, {});
+  tensors_[req.out] = placed_tensor(dst, no_offset, bytes, {dst, index});
   free_later(*off, bytes);
   return {false, {dst, index}};
+}
+
+// Between peer lanes: the destination copies the source operand where it lies, once its writer
+// ran; the source's release waits for the copy (tensor_rec::readers).
+placement planner::direct_move(uint32_t dst, op_request& req, uint64_t bytes) {
+  auto& src = tensors_.at(req.a);
+  const op_desc op{op_kind::peer_copy, {req.out, no_offset}, {req.a, no_offset}, {}, req.count,
+                   0, src.lane, 0};
+  const uint64_t index = enqueue(dst, op, {src.writer});
+  src.readers.push_back({dst, index});
+  note_path("to", {lanes_[src.lane].dev, req.where}, true);
+  tensors_[req.out] = placed_tensor(dst, no_offset, bytes, {dst, index});
+  return {false, {dst, index}};
+}
+
+// Lane a may read lane b's operands where they lie (both device lanes of this process, peers).
+bool planner::peer(uint32_t a, uint32_t b) const {
+  return a != cpu_lane && b != cpu_lane && a < peers_.size() && b < peers_[a].size() && peers_[a][b];
 }
 
 placement planner::compute(uint32_t l, op_request& req) {
@@ -136,7 +151,7 @@ placement planner::compute(uint32_t l, op_request& req) {
     op.out.offset = *off;
   }
   const uint64_t index = enqueue(l, op, {deps[0], deps[1]});
-  tensors_[req.out] = placed(l, op.out.offset, bytes, {l, index});
+  tensors_[req.out] = placed_tensor(l, op.out.offset, bytes, {l, index});
   return {false, {l, index}};
 }
 
@@ -151,7 +166,9 @@ bool planner::piecewise(const op_request& req) const {
   if (req.kind != op_kind::copy)
     return false;
   auto it = tensors_.find(req.a);
-  return it != tensors_.end() && it->second.lane != cpu_lane;
+  const auto dst = lane_of(req.where);
+  return it != tensors_.end() && it->second.lane != cpu_lane
+         && !(dst && peer(*dst, it->second.lane)); // a direct move needs no store
 }
 
 uint64_t planner::piece_elems() const {
@@ -169,9 +186,9 @@ bool planner::stream_pieces(held_request& h) {
       settle(req, l, {});
       return true;
     }
-    tensors_[req.out] = placed(*l, no_offset, req.count * sizeof(float), {});
+    tensors_[req.out] = placed_tensor(*l, no_offset, req.count * sizeof(float), {});
     if (req.kind == op_kind::copy)
-      note_store_path("to", {lanes_[tensors_.at(req.a).lane].dev, req.where});
+      note_path("to", {lanes_[tensors_.at(req.a).lane].dev, req.where}, false);
   }
   const uint32_t dst = *l;
   dependency last{dst, lanes_[dst].issued};
@@ -181,6 +198,7 @@ bool planner::stream_pieces(held_request& h) {
       return false;
     last = *piece;
   }
+  tensors_[req.out].writer = last;
   // A failed destination gave its credits back already; nothing of it will be acknowledged.
   settle(req, l, lanes_[dst].failed.empty() ? last : dependency{});
   req.data = {};
@@ -292,6 +310,9 @@ void planner::drop(operand_id id) {
   entry e;
   e.release = true;
   e.released = id;
+  for (const auto& r : rec.readers) // direct transfers that read it where it lies
+    if (r.lane != rec.lane && r.index > 0)
+      e.deps.push_back(r);
   ln.queue.push_back(std::move(e));
   ++ln.entries;
 }

@@ -1,5 +1,7 @@
 #include "actors/replay.hpp"
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -23,6 +25,20 @@
 namespace ag {
 
 namespace {
+
+// True when a recorded batch has a direct transfer (graph/op.hpp, peer_copy and peer_sum): its
+// lanes' runners must share this process's peer directory.
+bool has_direct_transfers(const trace::file& t) {
+  auto direct = [](const batch& b) {
+    return std::any_of(b.ops.begin(), b.ops.end(), [](const op_desc& op) {
+      return op.kind == op_kind::peer_copy || op.kind == op_kind::peer_sum;
+    });
+  };
+  for (const auto& r : t.records)
+    if (const auto* l = std::get_if<trace::local_rec>(&r.body); l && direct(l->b))
+      return true;
+  return false;
+}
 
 using clock_type = std::chrono::steady_clock;
 
@@ -108,6 +124,10 @@ public:
           if (o.lane != cpu_lane && (store_bytes += round_up(o.bytes)) > trace::max_store_bytes)
             throw error("the trace's store and live device operands need more than "
                         + std::to_string(trace::max_store_bytes) + " bytes");
+    peers_ = has_direct_transfers(t);
+    if (peers_ && opt.process)
+      throw error("the trace has direct transfers between device lanes of one process (recorded "
+                  "in thread mode with peers): replay it in-process (--mode=inproc)");
     if (opt.process) {
       env_.emplace(store_bytes, devices.size() - 1, opt.runner_path,
                    opt.nodes ? 0 : ring_bytes_for(t, opt), graph_option{}.spin_wait);
@@ -154,6 +174,7 @@ private:
       ts.process = env_->setup();
     ts.start_timeout = opt_.timeout;
     ts.stop_timeout = opt_.timeout;
+    ts.peers = peers_;
     if (opt_.nodes && env_) // the nodes serve this replay for as long as it lives
       opt_.nodes->start(sys_, caf::actor_cast<caf::actor>(self_.ptr()), *env_, store_bytes_,
                         opt_.timeout, opt_.timeout);
@@ -532,6 +553,7 @@ private:
   uint64_t scratch_base_ = 0;
   caf::scoped_actor self_;
   std::optional<lane_topology> topo_; // the runners; destroyed by stop()
+  bool peers_ = false; // the trace's lanes read each other's operands (peer_copy, peer_sum)
   std::vector<replay_lane> lanes_;
   std::unordered_map<operand_id, std::string> writers_; // who last wrote each operand
   std::unordered_map<operand_id, dependency> written_at_; // the operator that last wrote each

@@ -18,6 +18,7 @@
 #include "actors/executor.hpp"
 #include "actors/node_setup.hpp"
 #include "actors/flow_control.hpp"
+#include "actors/peer_lanes.hpp"
 #include "actors/store_fence.hpp"
 #include "actors/process_env.hpp"
 #include "actors/protocol.hpp"
@@ -184,6 +185,12 @@ public:
       setup.linger = opt_.spin_wait;
       board_waits_.emplace(*board_, std::move(lane_names), opt_.wait_timeout,
                            spin_policy{opt_.spin_wait});
+    }
+    {
+      auto lanes = devices_;
+      lanes.insert(lanes.begin(), device::cpu());
+      setup.plan.peers = peer_lanes(
+        lanes, peer_choice{opt_.per_device_per_process, opt_.peer_transfers, opt_.sim_peers});
     }
     setup.plan.wait_timeout = opt_.wait_timeout;
     setup.plan.max_queued_bytes = opt_.max_queued_bytes;

@@ -29,6 +29,7 @@
 namespace ag {
 
 class completion_board;
+class peer_directory;
 class timeline;
 
 // Spawns the runner of `dev`, reporting to `report_to` (the executor; in a child, its pusher) as
@@ -39,12 +40,14 @@ class timeline;
 // synchronize before an acknowledgement is a span of its own. With a board, each acknowledgement
 // is published there too (actors/batch_runner.hpp). With `linger`, once it has acknowledged
 // everything it watches its mailbox that long before it goes back to sleep on it, so that the
-// next batch of a busy runtime finds it awake (the shared-memory path's spin).
+// next batch of a busy runtime finds it awake (the shared-memory path's spin). With peers, it
+// publishes its operands there and reads its peer lanes' from there (direct transfers).
 stream_actor spawn_stream_actor(caf::actor_system& sys, runner_answers_actor report_to,
                                 uint32_t lane, device dev, std::byte* store_base,
                                 std::size_t store_size, bool pin_store,
                                 std::shared_ptr<ag::timeline> timeline = nullptr,
                                 completion_board* board = nullptr,
-                                std::chrono::nanoseconds linger = {});
+                                std::chrono::nanoseconds linger = {},
+                                std::shared_ptr<peer_directory> peers = nullptr);
 
 } // namespace ag

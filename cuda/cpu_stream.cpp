@@ -52,6 +52,22 @@ public:
     std::memcpy(dst, src, bytes);
   }
 
+  void copy_peer(void* dst, const void* src, const ag::device&, std::size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+
+  // The parts' order, as the store path's adds (bit for bit the same sums).
+  void sum_peers(float* out, const float* const* parts, const ag::device*, std::size_t n_parts,
+                 std::size_t count) override {
+    if (n_parts == 0)
+      return cpu::fill(out, count, 0.0f);
+    if (n_parts == 1)
+      return void(std::memmove(out, parts[0], count * sizeof(float)));
+    cpu::binary(op_kind::add, parts[0], parts[1], out, count);
+    for (std::size_t r = 2; r < n_parts; ++r)
+      cpu::binary(op_kind::add, out, parts[r], out, count);
+  }
+
   void synchronize() override {}
 
 private:

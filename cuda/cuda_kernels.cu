@@ -1,8 +1,10 @@
 #include "cuda/cuda_kernels.cuh"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
+#include "actorgraph/error.hpp"
 #include "cuda/cuda_error.hpp"
 
 namespace ag::cuda {
@@ -162,6 +164,36 @@ void relu(const float* a, float* out, std::size_t count, cudaStream_t stream) {
   AG_CUDA_TRY(cudaGetLastError());
 }
 
+// The parts of a sum_parts, by value (kernel parameters): no device array to allocate per launch.
+struct part_list {
+  const float* p[16];
+  unsigned n;
+};
+
+// Four elements per thread and iteration where every part and out are 16-byte aligned (the
+// caching allocator's blocks are): a peer's memory is read in 16-byte transactions. No
+// contraction: ((p0 + p1) + p2) + ..., as the cpu adds them.
+__global__ void sum_parts_kernel(float* out, part_list parts, std::size_t count, bool vector) {
+  const std::size_t quads = vector ? count / 4 : 0;
+  for (std::size_t i = first_index(); i < quads; i += grid_stride()) {
+    float4 acc = reinterpret_cast<const float4*>(parts.p[0])[i];
+    for (unsigned r = 1; r < parts.n; ++r) {
+      const float4 x = reinterpret_cast<const float4*>(parts.p[r])[i];
+      acc.x = __fadd_rn(acc.x, x.x);
+      acc.y = __fadd_rn(acc.y, x.y);
+      acc.z = __fadd_rn(acc.z, x.z);
+      acc.w = __fadd_rn(acc.w, x.w);
+    }
+    reinterpret_cast<float4*>(out)[i] = acc;
+  }
+  for (std::size_t i = quads * 4 + first_index(); i < count; i += grid_stride()) {
+    float acc = parts.p[0][i];
+    for (unsigned r = 1; r < parts.n; ++r)
+      acc = __fadd_rn(acc, parts.p[r][i]);
+    out[i] = acc;
+  }
+}
+
 std::size_t sum_scratch_bytes() noexcept { return sum_max_blocks * sizeof(double); }
 
 void sum(const float* a, float* out, std::size_t count, double* scratch, cudaStream_t stream) {
@@ -174,6 +206,25 @@ void sum(const float* a, float* out, std::size_t count, double* scratch, cudaStr
   sum_partials_kernel<<<blocks, block_threads, 0, stream>>>(a, count, scratch);
   AG_CUDA_TRY(cudaGetLastError());
   sum_final_kernel<<<1, block_threads, 0, stream>>>(scratch, blocks, out);
+  AG_CUDA_TRY(cudaGetLastError());
+}
+
+void sum_parts(float* out, const float* const* parts, std::size_t n_parts, std::size_t count,
+               cudaStream_t stream) {
+  if (n_parts == 0 || n_parts > 16)
+    throw error("sum of " + std::to_string(n_parts) + " parts: 1 to 16 are possible");
+  if (count == 0)
+    return;
+  part_list list{};
+  bool vector = reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
+  for (std::size_t r = 0; r < n_parts; ++r) {
+    list.p[r] = parts[r];
+    vector = vector && reinterpret_cast<std::uintptr_t>(parts[r]) % 16 == 0;
+  }
+  list.n = static_cast<unsigned>(n_parts);
+  const std::size_t work = vector ? std::max<std::size_t>(count / 4, 1) : count;
+  sum_parts_kernel<<<grid_for(work, elementwise_max_blocks), block_threads, 0, stream>>>(
+    out, list, count, vector);
   AG_CUDA_TRY(cudaGetLastError());
 }
 

@@ -27,4 +27,9 @@ std::size_t sum_scratch_bytes() noexcept;
 // *out = the sum of a's count elements; count == 0 writes 0.
 void sum(const float* a, float* out, std::size_t count, double* scratch, cudaStream_t stream);
 
+// out[i] = parts[0][i] + ... + parts[n_parts - 1][i], in that order, in float (the cpu's sums, bit
+// for bit); the parts may be peers' memory (peer access enabled). n_parts <= 16.
+void sum_parts(float* out, const float* const* parts, std::size_t n_parts, std::size_t count,
+               cudaStream_t stream);
+
 } // namespace ag::cuda

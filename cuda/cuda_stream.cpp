@@ -8,6 +8,7 @@
 // Only the destructor rebinds, since an actor may be torn down from elsewhere.
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -30,13 +31,49 @@ namespace {
 
 std::string device_name(int index) { return "cuda:" + std::to_string(index); }
 
-// Checks index and binds the calling thread to it; returns index, for a member initializer.
+// GPUs the driver shows; 0 without a driver or a GPU.
+int visible_gpus() noexcept {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    // No driver or no GPU: not an error for the caller, which falls back to sim devices. Clear it
+    // so that it does not surface at a later, unrelated check.
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+// AG_CUDA_ORDINALS as a list (empty when unset); read once. An entry that is no GPU: {-1}.
+const std::vector<int>& ordinal_map() {
+  static const std::vector<int> map = [] {
+    std::vector<int> m;
+    const char* text = std::getenv("AG_CUDA_ORDINALS");
+    if (text == nullptr || *text == '\0')
+      return m;
+    const int gpus = visible_gpus();
+    std::string s{text};
+    for (std::size_t at = 0; at <= s.size();) {
+      const auto comma = std::min(s.find(',', at), s.size());
+      const std::string entry = s.substr(at, comma - at);
+      char* end = nullptr;
+      const long v = std::strtol(entry.c_str(), &end, 10);
+      if (entry.empty() || *end != '\0' || v < 0 || v >= gpus)
+        return std::vector<int>{-1};
+      m.push_back(static_cast<int>(v));
+      at = comma + 1;
+    }
+    return m;
+  }();
+  return map;
+}
+
+// Checks index and binds the calling thread to its GPU; returns index, for a member initializer.
 int bind_device(int index) {
   const int count = cuda_device_count();
   if (index < 0 || index >= count)
     throw error(device_name(index) + ": only " + std::to_string(count)
                 + " CUDA devices visible");
-  AG_CUDA_TRY(cudaSetDevice(index));
+  AG_CUDA_TRY(cudaSetDevice(cuda_ordinal(index)));
   return index;
 }
 
@@ -151,7 +188,8 @@ class cuda_stream final : public kernel_stream {
 public:
   explicit cuda_stream(int index)
     : index_(bind_device(index)),
-      allocator_(index_),
+      gpu_(cuda_ordinal(index_)),
+      allocator_(gpu_),
       stream_(make_stream_handle()),
       sum_scratch_(static_cast<double*>(allocator_.allocate(cuda::sum_scratch_bytes()))) {}
 
@@ -159,8 +197,8 @@ public:
   // no queued kernel reads any more once the stream has been synchronized here.
   ~cuda_stream() override {
     int current = -1;
-    if (cudaGetDevice(&current) != cudaSuccess || current != index_)
-      AG_CUDA_TRY_NOTHROW(cudaSetDevice(index_));
+    if (cudaGetDevice(&current) != cudaSuccess || current != gpu_)
+      AG_CUDA_TRY_NOTHROW(cudaSetDevice(gpu_));
     AG_CUDA_TRY_NOTHROW(cudaStreamSynchronize(stream_.get()));
     for (auto& r : regions_)
       unpin(r);
@@ -273,11 +311,54 @@ public:
     }
   }
 
+  // Peer access is enabled once per peer GPU; without it the driver still copies (through the
+  // host), so only a sum, whose kernel reads the peer's memory, needs it.
+  void copy_peer(void* dst, const void* src, const ag::device& from, std::size_t bytes) override {
+    if (bytes == 0)
+      return;
+    const int peer = cuda_ordinal(from.index);
+    reach(from, false);
+    AG_CUDA_TRY(cudaMemcpyPeerAsync(dst, gpu_, src, peer, bytes, stream_.get()));
+  }
+
+  void sum_peers(float* out, const float* const* parts, const ag::device* from,
+                 std::size_t n_parts, std::size_t count) override {
+    for (std::size_t r = 0; r < n_parts; ++r)
+      reach(from[r], true);
+    cuda::sum_parts(out, parts, n_parts, count, stream_.get());
+  }
+
   // Also where a failed kernel reports: errors while running are sticky and surface here.
   void synchronize() override { AG_CUDA_TRY(cudaStreamSynchronize(stream_.get())); }
 
 private:
+  // Enables this GPU's access to the memory of `from`'s GPU, once; with `needed`, a GPU it cannot
+  // reach is an error.
+  void reach(const ag::device& from, bool needed) {
+    if (from.type != ag::device::kind::cuda)
+      throw error(device().str() + ": " + from.str() + " is not a CUDA device");
+    const int peer = cuda_ordinal(from.index);
+    if (peer == gpu_ || std::find(reached_.begin(), reached_.end(), peer) != reached_.end())
+      return;
+    int can = 0;
+    AG_CUDA_TRY(cudaDeviceCanAccessPeer(&can, gpu_, peer));
+    if (can == 0) {
+      if (needed)
+        throw error(device().str() + " cannot read the memory of " + from.str()
+                    + " (no peer access between their GPUs)");
+      return;
+    }
+    const cudaError_t st = cudaDeviceEnablePeerAccess(peer, 0);
+    if (st == cudaErrorPeerAccessAlreadyEnabled)
+      (void)cudaGetLastError();
+    else
+      AG_CUDA_TRY(st);
+    reached_.push_back(peer);
+  }
+
   int index_;
+  int gpu_; // the GPU it runs on (cuda_ordinal)
+  std::vector<int> reached_; // peer GPUs this one's access is enabled to
   caching_allocator allocator_;
   stream_ptr stream_;
   cublas_ptr cublas_;
@@ -318,15 +399,36 @@ std::unique_ptr<kernel_stream> make_cuda_stream(int index) {
 }
 
 int cuda_device_count() noexcept {
-  int count = 0;
-  const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess) {
-    // No driver or no GPU: not an error for the caller, which falls back to sim devices. Clear it
-    // so that it does not surface at a later, unrelated check.
-    (void)cudaGetLastError();
+  try {
+    const auto& map = ordinal_map();
+    if (map.empty())
+      return visible_gpus();
+    return map.front() < 0 ? 0 : static_cast<int>(map.size());
+  } catch (...) { // the map's strings: out of memory
     return 0;
   }
-  return count;
+}
+
+int cuda_ordinal(int index) noexcept {
+  const auto& map = ordinal_map();
+  if (map.empty() || index < 0 || static_cast<std::size_t>(index) >= map.size() || map[0] < 0)
+    return index;
+  return map[static_cast<std::size_t>(index)];
+}
+
+bool cuda_peer_access(int a, int b) noexcept {
+  const int count = cuda_device_count();
+  if (a < 0 || b < 0 || a >= count || b >= count)
+    return false;
+  const int ga = cuda_ordinal(a), gb = cuda_ordinal(b);
+  if (ga == gb)
+    return true;
+  int can = 0;
+  if (cudaDeviceCanAccessPeer(&can, ga, gb) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return can != 0;
 }
 
 } // namespace ag

@@ -3,7 +3,8 @@
 // memory, and cuBLAS SGEMM called directly, with none of actorgraph's actors in the way. They are
 // the static library actorgraph-floors, which only ag-bench links: applications do not carry them.
 // They launch libactorgraph's own kernels and load cuBLAS through its loader. Without a CUDA build
-// or a GPU, every one is empty (ag-bench prints n/a).
+// or a GPU, every one is empty (ag-bench prints n/a). Every `device` is cuda:N, on the GPU the
+// runtime runs it on (ag::cuda_ordinal: N itself without AG_CUDA_ORDINALS).
 #pragma once
 
 #include <cstddef>
@@ -17,12 +18,20 @@ struct launch_floor {
   double launch_sync_us = 0;  // median of one launch followed by cudaStreamSynchronize
 };
 
-// add of `elements` floats on GPU `device`.
+// add of `elements` floats on cuda:`device`.
 std::optional<launch_floor> raw_launch(int device, int launches, std::size_t elements);
 
 // cudaMemcpyAsync of `bytes` from a cudaHostRegister'ed POSIX shared-memory mapping (the kind of
 // memory the tensor store is in process mode) to the GPU: median GB/s of `repeats` copies.
 std::optional<double> h2d_registered_gbps(int device, std::size_t bytes, int repeats);
+
+// cudaMemcpyPeerAsync of `bytes` from cuda:src_device to cuda:dst_device on a non-blocking stream
+// of the destination (the copy of a direct move in thread mode): median GB/s of `repeats` copies,
+// each followed by its synchronize, after one of warm-up. Logical devices map to GPUs as the
+// runtime's do (ag::cuda_ordinal, AG_CUDA_ORDINALS); between two GPUs, peer access is enabled
+// first where they have it; two lanes of one GPU make it a device-to-device copy within it.
+std::optional<double> peer_copy_gbps(int dst_device, int src_device, std::size_t bytes,
+                                     int repeats);
 
 // Row-major n x n SGEMM (full FP32, as actorgraph runs it): TFLOP/s over `repeats` calls.
 std::optional<double> sgemm_tflops(int device, int n, int repeats);

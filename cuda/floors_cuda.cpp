@@ -32,14 +32,16 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// Device memory, a stream and the device bound, released whatever happens.
+// Device memory, a stream and the device bound, released whatever happens. `device` is cuda:N,
+// bound to the GPU it runs on (cuda_ordinal: N itself without AG_CUDA_ORDINALS).
 class scope {
 public:
-  explicit scope(int device) {
-    AG_CUDA_TRY(cudaSetDevice(device));
+  explicit scope(int device) : gpu_(cuda_ordinal(device)) {
+    AG_CUDA_TRY(cudaSetDevice(gpu_));
     AG_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
   ~scope() {
+    AG_CUDA_TRY_NOTHROW(cudaSetDevice(gpu_)); // another scope may have bound another GPU since
     for (void* p : buffers_)
       AG_CUDA_TRY_NOTHROW(cudaFree(p));
     AG_CUDA_TRY_NOTHROW(cudaStreamDestroy(stream_));
@@ -57,9 +59,11 @@ public:
   }
 
   cudaStream_t stream() const noexcept { return stream_; }
+  int gpu() const noexcept { return gpu_; }
   void sync() const { AG_CUDA_TRY(cudaStreamSynchronize(stream_)); }
 
 private:
+  int gpu_;
   cudaStream_t stream_ = nullptr;
   std::vector<void*> buffers_;
 };
@@ -140,6 +144,42 @@ std::optional<double> h2d_registered_gbps(int device, std::size_t bytes, int rep
     const auto t0 = clock_type::now();
     AG_CUDA_TRY(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, s.stream()));
     s.sync();
+    rates.push_back(double(bytes) / (us_since(t0) * 1e3));
+  }
+  return median(rates);
+}
+
+std::optional<double> peer_copy_gbps(int dst_device, int src_device, std::size_t bytes,
+                                     int repeats) {
+  if (!usable(dst_device) || !usable(src_device) || bytes == 0)
+    return std::nullopt;
+  // The source, on its GPU (its fill finished before any copy reads it), then the destination
+  // scope, whose GPU stays bound for the copies.
+  scope from{src_device};
+  auto* src = from.alloc<char>(bytes);
+  from.sync();
+  scope to{dst_device};
+  if (to.gpu() != from.gpu()) {
+    int can = 0;
+    AG_CUDA_TRY(cudaDeviceCanAccessPeer(&can, to.gpu(), from.gpu()));
+    if (can != 0) { // without it the driver still copies, through the host
+      const cudaError_t st = cudaDeviceEnablePeerAccess(from.gpu(), 0);
+      if (st == cudaErrorPeerAccessAlreadyEnabled)
+        (void)cudaGetLastError();
+      else
+        AG_CUDA_TRY(st);
+    }
+  }
+  auto* dst = to.alloc<char>(bytes);
+  auto copy = [&] {
+    AG_CUDA_TRY(cudaMemcpyPeerAsync(dst, to.gpu(), src, from.gpu(), bytes, to.stream()));
+    to.sync();
+  };
+  copy(); // warm-up: the first copy sets up the path between them
+  std::vector<double> rates;
+  for (int i = 0; i < repeats; ++i) {
+    const auto t0 = clock_type::now();
+    copy();
     rates.push_back(double(bytes) / (us_since(t0) * 1e3));
   }
   return median(rates);

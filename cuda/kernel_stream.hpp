@@ -35,6 +35,16 @@ public:
   virtual void copy(void* dst, bool dst_on_host, const void* src, bool src_on_host,
                     std::size_t bytes) = 0;
 
+  // Direct transfers (graph/op.hpp, peer_copy and peer_sum): memory of a peer device of this
+  // process, read where it lies. copy_peer: bytes from src, memory of device `from`. sum_peers:
+  // out[i] = parts[0][i] + parts[1][i] + ... in that order, for n_parts <= max_peer_parts arrays
+  // (this device's or peers'). CUDA enables peer access to `from` on first use; a pair of GPUs
+  // without it copies through the driver, and a sum reading one fails naming both.
+  static constexpr std::size_t max_peer_parts = 16;
+  virtual void copy_peer(void* dst, const void* src, const ag::device& from, std::size_t bytes) = 0;
+  virtual void sum_peers(float* out, const float* const* parts, const ag::device* from,
+                         std::size_t n_parts, std::size_t count) = 0;
+
   // Makes host memory (the tensor store) fast to copy from and to: on CUDA, copies pin
   // (cudaHostRegister) each 64 MiB chunk of it they touch, the first time.
   virtual void register_host(void* base, std::size_t bytes) { (void)base, (void)bytes; }
@@ -51,8 +61,17 @@ std::unique_ptr<kernel_stream> make_cpu_stream(const ag::device& d);
 // no CUDA backend or the device cannot be used.
 std::unique_ptr<kernel_stream> make_cuda_stream(int index);
 
-// CUDA GPUs visible to this process; 0 without a driver, a GPU or a CUDA build.
+// CUDA GPUs visible to this process; 0 without a driver, a GPU or a CUDA build. With
+// AG_CUDA_ORDINALS set ("0,0": a list of GPU ordinals), cuda:N runs on the GPU at entry N of the
+// list, and the list's length is the count: several lanes may share one GPU (their transfers are
+// then copies within it). An entry that is no visible GPU makes the count 0.
 int cuda_device_count() noexcept;
+
+// The GPU that cuda:N runs on (N itself without AG_CUDA_ORDINALS).
+int cuda_ordinal(int index) noexcept;
+
+// True when cuda:a can read cuda:b's memory directly (the same GPU, or peer access between them).
+bool cuda_peer_access(int a, int b) noexcept;
 
 // The stream for any device: cpu and sim -> CPU kernels, cuda -> CUDA.
 std::unique_ptr<kernel_stream> make_stream(const ag::device& d);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "actorgraph/error.hpp"
+#include "cuda/peer_directory.hpp"
 
 namespace ag {
 
@@ -27,8 +28,11 @@ uint64_t product(const op_desc& op, uint64_t x, uint64_t y) {
 } // namespace
 
 naive_runner::~naive_runner() {
-  for (auto& [id, buf] : operands_)
+  for (auto& [id, buf] : operands_) {
+    if (peers_)
+      peers_->withdraw(lane_, id);
     stream_.deallocate(buf.ptr, buf.bytes);
+  }
 }
 
 void* naive_runner::input(const op_desc& op, const operand_ref& ref, std::size_t bytes) const {
@@ -59,6 +63,8 @@ void* naive_runner::output(const op_desc& op, const operand_ref& ref, std::size_
   void* p = stream_.allocate(bytes);
   operands_.emplace(ref.id, buffer{p, bytes});
   live_bytes_ += bytes;
+  if (peers_)
+    peers_->publish(lane_, ref.id, {p, bytes, stream_.device()});
   return p;
 }
 
@@ -77,8 +83,8 @@ void naive_runner::run(const op_desc& op) {
   // A kernel reads and writes device memory (or host memory on cpu/sim streams, where the store is
   // the device's memory too); only copy may cross between the store and a CUDA device.
   const bool host_stream = stream_.device().type != device::kind::cuda;
-  if (!host_stream && op.kind != op_kind::copy && (op.out.on_host() || op.a.on_host()
-                                                   || op.b.on_host()))
+  if (!host_stream && op.kind != op_kind::copy && op.kind != op_kind::peer_sum
+      && (op.out.on_host() || op.a.on_host() || op.b.on_host()))
     throw error(describe(op) + ": a kernel on " + stream_.device().str()
                 + " cannot use the host store directly");
   auto f = [](void* p) { return static_cast<float*>(p); };
@@ -133,15 +139,63 @@ void naive_runner::run(const op_desc& op) {
       stream_.copy(dst, op.out.on_host(), src, op.a.on_host(), bytes);
       return;
     }
+    case op_kind::peer_copy:
+    case op_kind::peer_sum: return run_peer(op);
     case op_kind::upload: break;
   }
   throw error(describe(op) + ": not an operator a runner executes");
+}
+
+const peer_directory& naive_runner::peers(const op_desc& op) const {
+  if (!peers_)
+    throw error(describe(op) + ": " + stream_.device().str()
+                + " has no peer lanes in this process (a direct transfer runs only between lanes "
+                  "of one process)");
+  return *peers_;
+}
+
+void naive_runner::run_peer(const op_desc& op) {
+  const auto& dir = peers(op);
+  if (op.out.on_host())
+    throw error(describe(op) + ": the result of a direct transfer is a device operand");
+  if (op.kind == op_kind::peer_copy) {
+    const auto bytes = bytes_of(op, op.count);
+    const auto src = dir.find(static_cast<uint32_t>(op.k), op.a.id, describe(op));
+    if (src.bytes != bytes)
+      throw error(describe(op) + ": operand #" + std::to_string(op.a.id) + " of lane "
+                  + std::to_string(op.k) + " holds " + std::to_string(src.bytes)
+                  + " bytes, the op needs " + std::to_string(bytes));
+    void* dst = op.n != 0 ? piece(op, op.out, true) : output(op, op.out, bytes);
+    stream_.copy_peer(dst, src.ptr, src.dev, bytes);
+    return;
+  }
+  // peer_sum: the group is k entries in the store at a's offset.
+  if (op.k == 0 || op.k > kernel_stream::max_peer_parts)
+    throw error(describe(op) + ": a group of " + std::to_string(op.k) + " parts (1 to "
+                + std::to_string(kernel_stream::max_peer_parts) + " are possible)");
+  const auto* group =
+    static_cast<const peer_entry*>(input(op, op.a, static_cast<std::size_t>(op.k) * sizeof(peer_entry)));
+  const float* parts[kernel_stream::max_peer_parts];
+  device from[kernel_stream::max_peer_parts];
+  for (uint64_t r = 0; r < op.k; ++r) {
+    const auto src = dir.find(group[r].lane, group[r].id, describe(op));
+    if (op.m > src.bytes / float_bytes || op.count > src.bytes / float_bytes - op.m)
+      throw error(describe(op) + ": elements [" + std::to_string(op.m) + ", +"
+                  + std::to_string(op.count) + ") lie outside operand #"
+                  + std::to_string(group[r].id) + " of lane " + std::to_string(group[r].lane));
+    parts[r] = static_cast<const float*>(src.ptr) + op.m;
+    from[r] = src.dev;
+  }
+  stream_.sum_peers(static_cast<float*>(output(op, op.out, bytes_of(op, op.count))), parts, from,
+                    static_cast<std::size_t>(op.k), static_cast<std::size_t>(op.count));
 }
 
 void naive_runner::release(operand_id id) noexcept {
   auto it = operands_.find(id);
   if (it == operands_.end())
     return;
+  if (peers_)
+    peers_->withdraw(lane_, id);
   live_bytes_ -= it->second.bytes;
   stream_.deallocate(it->second.ptr, it->second.bytes);
   operands_.erase(it);

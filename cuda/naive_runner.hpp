@@ -12,10 +12,16 @@
 
 namespace ag {
 
+class peer_directory;
+
 class naive_runner {
 public:
-  naive_runner(kernel_stream& stream, std::byte* store_base, std::size_t store_size) noexcept
-    : stream_(stream), store_base_(store_base), store_size_(store_size) {}
+  // With peers, it runs lane `lane` of its process: it publishes every operand it creates there
+  // and reads peer lanes' operands from there (peer_copy, peer_sum).
+  naive_runner(kernel_stream& stream, std::byte* store_base, std::size_t store_size,
+               uint32_t lane = 0, peer_directory* peers = nullptr) noexcept
+    : stream_(stream), store_base_(store_base), store_size_(store_size), lane_(lane),
+      peers_(peers) {}
 
   ~naive_runner();
 
@@ -47,10 +53,15 @@ private:
   // A piece (op.n != 0): elements [m, m + count) of the device operand `ref` of n elements. As the
   // destination, the piece at m = 0 creates it.
   float* piece(const op_desc& op, const operand_ref& ref, bool destination);
+  // peer_copy and peer_sum.
+  void run_peer(const op_desc& op);
+  const peer_directory& peers(const op_desc& op) const;
 
   kernel_stream& stream_;
   std::byte* store_base_;
   std::size_t store_size_;
+  uint32_t lane_;
+  peer_directory* peers_;
   std::unordered_map<operand_id, buffer> operands_;
   std::size_t live_bytes_ = 0;
 };

@@ -15,4 +15,8 @@ std::unique_ptr<kernel_stream> make_cuda_stream(int index) {
 
 int cuda_device_count() noexcept { return 0; }
 
+int cuda_ordinal(int index) noexcept { return index; }
+
+bool cuda_peer_access(int, int) noexcept { return false; }
+
 } // namespace ag

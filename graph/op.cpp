@@ -6,7 +6,8 @@ namespace ag {
 
 std::string to_string(op_kind k) {
   static constexpr std::array<const char*, op_kind_count> names{
-    "fill", "add", "sub", "mul", "div", "matmul", "relu", "sum", "copy", "upload"};
+    "fill", "add", "sub", "mul", "div", "matmul", "relu", "sum", "copy", "upload", "peer_copy",
+    "peer_sum"};
   const auto i = static_cast<std::size_t>(k);
   return i < names.size() ? names[i] : "op#" + std::to_string(i);
 }
@@ -21,7 +22,8 @@ std::string ref(const operand_ref& r) {
 
 std::string describe(const op_desc& op) {
   std::string s = to_string(op.kind) + " -> " + ref(op.out);
-  if ((op.kind == op_kind::copy || op.kind == op_kind::fill) && op.n != 0)
+  if ((op.kind == op_kind::copy || op.kind == op_kind::fill || op.kind == op_kind::peer_copy)
+      && op.n != 0)
     s += " [piece " + std::to_string(op.m) + "+" + std::to_string(op.count) + " of "
          + std::to_string(op.n) + "]";
   switch (op.kind) {
@@ -30,6 +32,10 @@ std::string describe(const op_desc& op) {
     case op_kind::relu:
     case op_kind::sum:
     case op_kind::copy: return s + " (a=" + ref(op.a) + ")";
+    case op_kind::peer_copy: return s + " (a=#" + std::to_string(op.a.id) + " of lane "
+                                    + std::to_string(op.k) + ")";
+    case op_kind::peer_sum: return s + " (" + std::to_string(op.k) + " peers from element "
+                                   + std::to_string(op.m) + ", group at " + ref(op.a) + ")";
     default: return s + " (a=" + ref(op.a) + ", b=" + ref(op.b) + ")";
   }
 }

@@ -29,9 +29,24 @@ enum class op_kind : uint8_t {
   sum,      // out[0] = sum of a's count elements
   copy,     // out = a, either side on the host store or on the device
   upload,   // user data -> out (op_request only; the executor turns it into store writes)
+  // Direct transfers between device lanes of one process (peers: CUDA GPUs with peer access,
+  // sim devices with graph_option::sim_peers), on the destination's lane, reading the source's
+  // memory where it lies (cuda/peer_directory.hpp):
+  peer_copy, // out = operand a of lane k (count elements); with n != 0, a piece: out has n
+             // elements and a fills [m, m + count); the piece at m = 0 creates it
+  peer_sum,  // out[i] = sum over the group of operand g[i + m] (count elements), g in the
+             // group's order: a is a store range of k entries {u32 lane, u32 0, u64 id}
 };
 
-constexpr std::size_t op_kind_count = 10;
+constexpr std::size_t op_kind_count = 12;
+
+// One entry of a peer_sum's group, as the planner writes it into the store.
+struct peer_entry {
+  uint32_t lane = 0;
+  uint32_t reserved = 0;
+  uint64_t id = 0;
+};
+static_assert(sizeof(peer_entry) == 16);
 
 // "add", "matmul", ...; "op#N" for a value outside the enumeration.
 std::string to_string(op_kind k);

@@ -1,6 +1,7 @@
 // ag-bench: actorgraph against its hardware floors, measured in one run (docs/BENCHMARKS.md).
 //
-//   ag-bench [--devices=cuda:0|sim:0|cuda:0,cuda:1,...] [--mode=thread|process|both|node|all]
+//   ag-bench [--devices=cuda:0|sim:0|cuda:0,cuda:1,...]
+//            [--mode=thread|process|both|node|peers|all]
 //            [--transport=shared_memory|sockets|both] [--spin-us=US] [--quick] [--sweep]
 //            [--json=FILE]
 //            [--timeline=FILE] [--config-file=FILE] [--version] [--help]
@@ -22,6 +23,12 @@
 // lending the first --devices entry (n1/sim:0 for sim:0); its sync and read round trips against
 // the TCP+CURVE round-trip floor, its upload and download bandwidth against the TCP bulk floors.
 // The node's children always run on the sockets path: --transport does not apply to it.
+// --mode=peers (or all, with two devices or more) measures direct transfers between the devices
+// in thread mode (apps/ag-bench/peer_bench.hpp): a move devices[0] -> devices[1] and all_reduce
+// over every device from 4 KiB to 256 MiB per part, on the direct path (graph_option::
+// peer_transfers) and on the store path side by side, against cudaMemcpyPeerAsync at each size and
+// the launch-and-sync floor. Devices: all cuda (AG_CUDA_ORDINALS=0,0 makes cuda:0,cuda:1 two lanes
+// of one GPU) or all sim (graph_option::sim_peers; floors n/a). Alone, it measures no other floor.
 // --sweep adds per-operator time against the number of operators per sync (the plot in
 // docs/BENCHMARKS.md); --quick makes a run of well under a minute on sim devices.
 // Exit codes (README.md, "Exit codes"): 0 measured, 1 a measurement failed or gave a wrong result,
@@ -50,6 +57,7 @@
 
 #include "apps/ag-bench/local_node.hpp"
 #include "apps/ag-bench/node_bench.hpp"
+#include "apps/ag-bench/peer_bench.hpp"
 #include "apps/ag-bench/stats.hpp"
 #include "apps/app_config.hpp"
 #include "apps/ag-bench/shm_floor.hpp"
@@ -77,7 +85,8 @@ public:
       .add(devices, "devices,d", "devices (default: cuda:0 when there is a GPU, else sim:0)")
       .add(mode, "mode,m",
            "thread, process, both (thread and process), node (the first device, lent by an "
-           "ag-node that ag-bench starts on 127.0.0.1) or all (thread, process and node)")
+           "ag-node that ag-bench starts on 127.0.0.1), peers (direct transfers between the "
+           "devices, thread mode) or all (thread, process, node and peers)")
       .add(transport, "transport", "shared_memory, sockets or both")
       .add(spin_us, "spin-us", "graph_option::spin_wait of the shared-memory path (default 50)")
       .add(quick, "quick,q", "fewer and smaller repetitions (a run of under a minute on sim)")
@@ -126,6 +135,25 @@ struct sizes {
 constexpr sizes full_sizes{20000, 200, 3, std::size_t{256} << 20, 9, 4096, 20, 20000, 2000};
 constexpr sizes quick_sizes{2000, 50, 1, std::size_t{16} << 20, 2, 256, 2, 2000, 500};
 constexpr int64_t elements = 4096; // of every streamed add
+
+// --mode=peers (apps/ag-bench/peer_bench.hpp).
+ag::bench::peer_sizes peer_sizes_of(bool quick) {
+  constexpr std::size_t KiB = 1024, MiB = KiB << 10;
+  if (quick)
+    return {4 * MiB, 5, {4 * KiB, 64 * KiB, 1 * MiB}, 20, 5};
+  return {64 * MiB, 20, {4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB, 64 * MiB, 256 * MiB}, 100, 10};
+}
+
+// Why `devices` cannot be measured by --mode=peers; empty when they can.
+std::string peers_refusal(const std::vector<ag::device>& devices) {
+  if (devices.size() < 2)
+    return "needs two devices or more";
+  const auto kind = devices.front().type;
+  for (const auto& d : devices)
+    if (!d.local() || d.type != kind)
+      return "needs devices of this machine, all cuda or all sim";
+  return {};
+}
 
 struct mode_figures {
   double startup_ms = NAN;
@@ -444,7 +472,9 @@ void write_json_node(std::ostringstream& o, const std::optional<ag::bench::node_
 void write_json(const std::string& path, const std::string& devices, bool quick,
                 const std::vector<row>& rows, const std::map<std::string, mode_figures>& modes,
                 const floor_figures& fl, const std::optional<ag::bench::node_figures>& node,
-                const std::vector<node_row>& node_rows) {
+                const std::vector<node_row>& node_rows,
+                const std::optional<ag::bench::peer_figures>& peers,
+                const std::vector<ag::bench::peer_row>& peer_rows) {
   std::ostringstream o;
   o << "{\n  \"devices\": \"" << devices << "\",\n  \"quick\": " << (quick ? "true" : "false")
     << ",\n  \"floors\": {\"launch_us\": " << json_num(fl.launch ? fl.launch->back_to_back_us : NAN)
@@ -485,6 +515,7 @@ void write_json(const std::string& path, const std::string& devices, bool quick,
   }
   o << "\n  ]";
   write_json_node(o, node, node_rows);
+  ag::bench::write_json_peers(o, peers ? &*peers : nullptr, peer_rows);
   o << "\n}\n";
   std::ofstream out{path};
   out << o.str();
@@ -501,8 +532,8 @@ int start(int argc, char** argv) {
   if (!cfg.zmq_peer.empty())
     return ag::bench::zmq_peer_main(cfg.zmq_peer);
   if (cfg.mode != "thread" && cfg.mode != "process" && cfg.mode != "both" && cfg.mode != "node"
-      && cfg.mode != "all")
-    return cfg.usage("--mode=" + cfg.mode + ": expected thread, process, both, node or all");
+      && cfg.mode != "peers" && cfg.mode != "all")
+    return cfg.usage("--mode=" + cfg.mode + ": expected thread, process, both, node, peers or all");
   if (cfg.transport != "shared_memory" && cfg.transport != "sockets" && cfg.transport != "both")
     return cfg.usage("--transport=" + cfg.transport + ": expected shared_memory, sockets or both");
   if (cfg.spin_us < 0 || cfg.spin_us > 1000000)
@@ -520,6 +551,10 @@ int start(int argc, char** argv) {
                                      [](const ag::device& d) { return d.is_cpu(); }))
     return cfg.usage("--devices=" + cfg.devices
                      + ": name the devices to measure (cuda:N or sim:N), not cpu or auto");
+  const std::string peers_no = peers_refusal(devices);
+  if (cfg.mode == "peers" && !peers_no.empty())
+    return cfg.usage("--mode=peers, --devices=" + ag::to_string(devices) + ": " + peers_no);
+  const bool peers_only = cfg.mode == "peers";
   // A stop signal ends the runtimes' children and the node's (through ag-node) in order.
   ag::bench::stop_local_node_on_signals();
   ag::install_stop_signals();
@@ -529,7 +564,12 @@ int start(int argc, char** argv) {
     std::printf("ag-bench: devices %s%s\n", ag::to_string(devices).c_str(),
                 cfg.quick ? " (quick)" : "");
     std::fflush(stdout);
-    const auto floors = measure_floors(devices, self, n, cfg.quick);
+    // --mode=peers alone needs only its own floors and the launch-and-sync one.
+    floor_figures floors;
+    if (!peers_only)
+      floors = measure_floors(devices, self, n, cfg.quick);
+    else if (devices.front().type == ag::device::kind::cuda)
+      floors.launch = ag::floors::raw_launch(devices.front().index, n.launches, elements);
     // "thread", "process": the shared-memory path; "thread_sockets", "process_sockets".
     std::map<std::string, mode_figures> modes;
     for (const auto transport : {ag::transport::shared_memory, ag::transport::sockets}) {
@@ -549,6 +589,10 @@ int start(int argc, char** argv) {
     if (cfg.mode == "node" || cfg.mode == "all")
       node = ag::bench::measure_node(devices.front(),
                                      {n.round_trips, n.h2d_bytes, n.h2d_repeats, cfg.node_streams});
+    std::optional<ag::bench::peer_figures> peers;
+    if ((peers_only || cfg.mode == "all") && peers_no.empty())
+      peers = ag::bench::measure_peers(devices, peer_sizes_of(cfg.quick),
+                                       floors.launch ? floors.launch->launch_sync_us : NAN);
     auto get = [&](const std::string& mode, double mode_figures::*field) {
       auto it = modes.find(mode);
       return it == modes.end() ? NAN : it->second.*field;
@@ -590,14 +634,19 @@ int start(int argc, char** argv) {
            floors.sgemm_tflops ? *floors.sgemm_tflops : NAN, "cuBLAS SGEMM direct", false,
            ">= 0.95"),
     };
-    std::printf("floors: launch %s us back to back, %s us with sync; zmq ipc round trip %s us, "
-                "streamed %s us/msg; shared-memory round trip %s us spinning, %s us on a futex, "
-                "%s us spinning then sleeping\n",
-                num(launch).c_str(), num(launch_sync).c_str(), num(zmq_rt).c_str(),
-                num(floors.zmq ? floors.zmq->streamed_us_per_msg : NAN, 3).c_str(),
-                num(shm_rt).c_str(), num(floors.shm ? floors.shm->futex_us : NAN).c_str(),
-                num(floors.shm ? floors.shm->spin_then_futex_us : NAN).c_str());
-    print_zmq_floors(floors);
+    if (peers_only) {
+      std::printf("floors: launch %s us back to back, %s us with sync\n\n", num(launch).c_str(),
+                  num(launch_sync).c_str());
+    } else {
+      std::printf("floors: launch %s us back to back, %s us with sync; zmq ipc round trip %s us, "
+                  "streamed %s us/msg; shared-memory round trip %s us spinning, %s us on a futex, "
+                  "%s us spinning then sleeping\n",
+                  num(launch).c_str(), num(launch_sync).c_str(), num(zmq_rt).c_str(),
+                  num(floors.zmq ? floors.zmq->streamed_us_per_msg : NAN, 3).c_str(),
+                  num(shm_rt).c_str(), num(floors.shm ? floors.shm->futex_us : NAN).c_str(),
+                  num(floors.shm ? floors.shm->spin_then_futex_us : NAN).c_str());
+      print_zmq_floors(floors);
+    }
     if (!modes.empty())
       print_table(rows);
     std::vector<node_row> node_rows;
@@ -606,6 +655,15 @@ int start(int argc, char** argv) {
       if (!modes.empty())
         std::printf("\n");
       print_node_table(node->device, node_rows);
+    }
+    std::vector<ag::bench::peer_row> peer_rows;
+    if (peers) {
+      peer_rows = ag::bench::make_peer_rows(*peers);
+      if (!modes.empty() || node)
+        std::printf("\n");
+      ag::bench::print_peer_table(*peers, peer_rows);
+    } else if (cfg.mode == "all") {
+      std::printf("\npeers: not measured (%s)\n", peers_no.c_str());
     }
     if (cfg.sweep && !modes.empty()) {
       std::printf("\nper-operator time (us) against operators per sync, on %s:\n%10s",
@@ -623,7 +681,7 @@ int start(int argc, char** argv) {
     }
     if (!cfg.json.empty())
       write_json(cfg.json, ag::to_string(devices), cfg.quick, rows, modes, floors, node,
-                 node_rows);
+                 node_rows, peers, peer_rows);
   } catch (const cannot_run& e) {
     return cfg.fail(ag::app::exit_cannot_run, e.what());
   } catch (const ag::bench::cannot_start& e) {

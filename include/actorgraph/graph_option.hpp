@@ -32,6 +32,15 @@ struct graph_option {
   // PerDeviceProcessNodeRunner).
   bool per_device_per_process = false;
 
+  // Thread mode: moves and collectives between CUDA GPUs with peer access (or lanes that share a
+  // GPU, AG_CUDA_ORDINALS) read each other's memory directly instead of going through the store.
+  // false: everything between devices goes through the store. Process mode and nodes: always the
+  // store, for now. The timeline says which path each transfer took, and why not a direct one.
+  bool peer_transfers = true;
+  // Thread mode: sim devices are peers of each other too (their memory is this process's), so
+  // that the direct paths run without a GPU. A trace recorded so replays in-process only.
+  bool sim_peers = false;
+
   // Size of the host tensor store (cpu tensors and the host half of every move). Address space is
   // reserved up front; pages are only touched as tensors are written.
   // In process mode it is a shared-memory object every child maps. CUDA streams pin it

@@ -1,11 +1,13 @@
 // A random operator program over cpu and a runtime's devices: new tensors, elementwise ops (with
-// moves to bring operands together), relu, matmul, sum, moves and drops, with the CPU reference
+// moves to bring operands together), relu, matmul, sum, moves, collectives over a random group of
+// places (all_reduce, reduce_scatter then all_gather, broadcast) and drops, with the CPU reference
 // of every live value computed beside it. The same seed gives the same program on any runtime with
 // the same devices, so thread and process mode can be compared bit for bit.
 #pragma once
 
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <actorgraph/actorgraph.hpp>
@@ -39,7 +41,7 @@ inline program_result run_random_program(runtime& rt, uint32_t seed, int steps,
   };
   std::vector<value> pool;
   for (int i = 0; i < steps; ++i) {
-    const std::size_t action = pool.size() < 3 ? 0 : pick(10);
+    const std::size_t action = pool.size() < 3 ? 0 : pick(12);
     if (action == 0) {
       std::vector<float> v(n);
       std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
@@ -88,6 +90,33 @@ inline program_result run_random_program(runtime& rt, uint32_t seed, int steps,
       const float total = x.t.sum().to_vector().at(0);
       // A sum becomes the next value, on the device it was computed on.
       pool.push_back({rt.full({int64_t(n)}, total, x.t.device()), std::vector<float>(n, s[0])});
+    } else if (action == 10) { // a collective over 1 to every place, in a random order
+      std::vector<device> group = places;
+      for (std::size_t k = group.size(); k > 1; --k)
+        std::swap(group[k - 1], group[pick(k)]);
+      group.resize(1 + pick(group.size()));
+      std::vector<tensor> parts;
+      std::vector<float> sum(n, 0.0f);
+      std::vector<float> first;
+      for (std::size_t k = 0; k < group.size(); ++k) {
+        const auto& x = pool[pick(pool.size())];
+        parts.push_back(x.t.to(group[k]));
+        if (k == 0)
+          sum = first = x.ref;
+        else
+          cpu::binary(op_kind::add, sum.data(), x.ref.data(), sum.data(), n);
+      }
+      const std::size_t kind = pick(3);
+      if (kind == 0) {
+        for (auto& r : all_reduce(parts))
+          pool.push_back({r, sum});
+      } else if (kind == 1 && n % parts.size() == 0) { // blocks of the sum, gathered again
+        for (auto& r : all_gather(reduce_scatter(parts)))
+          pool.push_back({r, sum});
+      } else {
+        for (auto& r : broadcast(parts.front(), group))
+          pool.push_back({r, first});
+      }
     } else {
       pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(pick(pool.size())));
     }

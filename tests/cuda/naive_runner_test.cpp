@@ -114,6 +114,13 @@ public:
             std::size_t bytes) override {
     inner_->copy(dst, dst_on_host, src, src_on_host, bytes);
   }
+  void copy_peer(void* dst, const void* src, const ag::device& from, std::size_t bytes) override {
+    inner_->copy_peer(dst, src, from, bytes);
+  }
+  void sum_peers(float* out, const float* const* parts, const ag::device* from,
+                 std::size_t n_parts, std::size_t count) override {
+    inner_->sum_peers(out, parts, from, n_parts, count);
+  }
   void synchronize() override { inner_->synchronize(); }
 
   std::size_t allocations = 0;

@@ -1,0 +1,143 @@
+// Direct transfers between CUDA GPUs in thread mode (peer access): moves and every collective
+// against the host computation, bit for bit, and against the store path. Needs two CUDA devices:
+// two GPUs with peer access, or one GPU seen twice (AG_CUDA_ORDINALS=0,0, two lanes on one GPU).
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <actorgraph/actorgraph.hpp>
+
+#include "cuda/cpu_kernels.hpp"
+#include "cuda/kernel_stream.hpp"
+#include "tests/actors/process_helpers.hpp"
+#include "tests/temp_files.hpp"
+
+using Catch::Contains;
+
+namespace {
+
+bool two_peers() {
+  if (ag::cuda_device_count() >= 2 && ag::cuda_peer_access(0, 1) && ag::cuda_peer_access(1, 0))
+    return true;
+  WARN("needs cuda:0 and cuda:1 with peer access (two GPUs, or AG_CUDA_ORDINALS=0,0)");
+  return false;
+}
+
+ag::graph_option peers_option(bool peers = true) {
+  ag::graph_option opt;
+  opt.devices = ag::parse_devices("cuda:0,cuda:1");
+  opt.peer_transfers = peers;
+  opt.store_bytes = std::size_t{256} << 20;
+  opt.transport = ag::test::transport_under_test();
+  return opt;
+}
+
+std::vector<float> values(std::size_t n, int seed) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = static_cast<float>((static_cast<int>(i % 9973) * 7 + seed * 13) % 101) * 0.37f - 11.0f;
+  return v;
+}
+
+bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+} // namespace
+
+TEST_CASE("a direct move between cuda peers keeps every bit and its source may go at once",
+          "[cuda][peers]") {
+  if (!two_peers())
+    return;
+  ag::test::temp_dir dir{"cuda-peers"};
+  auto opt = peers_option();
+  opt.timeline_path = dir.file("timeline.json");
+  {
+    ag::runtime rt{opt};
+    for (std::size_t n : {std::size_t{1}, std::size_t{4099}, std::size_t{3} << 20}) {
+      INFO(n << " elements");
+      const auto v = values(n, 1);
+      ag::tensor moved;
+      {
+        auto src = rt.from_vector({static_cast<int64_t>(n)}, v, ag::device::cuda(0));
+        moved = (src + src).to(ag::device::cuda(1));
+      }
+      std::vector<float> twice(n);
+      ag::cpu::binary(ag::op_kind::add, v.data(), v.data(), twice.data(), n);
+      CHECK(same_bits(moved.to_vector(), twice));
+      CHECK(same_bits(moved.to(ag::device::cuda(0)).to_vector(), twice));
+    }
+    rt.sync();
+  }
+  std::ifstream in{dir.file("timeline.json")};
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  CHECK_THAT(text, Contains(R"("name":"to","cat":"transfer")") && Contains(R"("path":"peer")"));
+}
+
+TEST_CASE("every collective over cuda peers equals the host computation bit for bit",
+          "[cuda][peers]") {
+  if (!two_peers())
+    return;
+  ag::runtime rt{peers_option()};
+  const std::vector<ag::device> devs{ag::device::cuda(0), ag::device::cuda(1)};
+  // One-shot (up to 256 KiB per part) and two-shot sizes, odd ones among them.
+  for (std::size_t n : {std::size_t{1}, std::size_t{1000}, std::size_t{65537},
+                        std::size_t{1} << 20, (std::size_t{1} << 22) + 2}) {
+    INFO(n << " elements");
+    const auto h0 = values(n, 3);
+    const auto h1 = values(n, 8);
+    std::vector<float> sum(n);
+    ag::cpu::binary(ag::op_kind::add, h0.data(), h1.data(), sum.data(), n);
+    const std::vector<ag::tensor> parts{
+      rt.from_vector({static_cast<int64_t>(n)}, h0, devs[0]),
+      rt.from_vector({static_cast<int64_t>(n)}, h1, devs[1])};
+    const auto reduced = ag::all_reduce(parts);
+    for (std::size_t q = 0; q < 2; ++q) {
+      CHECK(reduced[q].device() == devs[q]);
+      CHECK(same_bits(reduced[q].to_vector(), sum));
+    }
+    std::vector<float> joined = h0;
+    joined.insert(joined.end(), h1.begin(), h1.end());
+    for (const auto& t : ag::all_gather(parts))
+      CHECK(same_bits(t.to_vector(), joined));
+    for (const auto& t : ag::broadcast(parts[1], devs))
+      CHECK(same_bits(t.to_vector(), h1));
+    if (n % 2 == 0) {
+      const auto blocks = ag::reduce_scatter(parts);
+      for (std::size_t r = 0; r < 2; ++r) {
+        const std::vector<float> block(sum.begin() + static_cast<std::ptrdiff_t>(r * n / 2),
+                                       sum.begin() + static_cast<std::ptrdiff_t>((r + 1) * n / 2));
+        CHECK(same_bits(blocks[r].to_vector(), block));
+      }
+    }
+  }
+  rt.sync();
+  CHECK(rt.stats().store_live_bytes == 0);
+}
+
+TEST_CASE("cuda peers and the store path give the same bits for the same program",
+          "[cuda][peers]") {
+  if (!two_peers())
+    return;
+  std::vector<std::vector<float>> results[2];
+  for (const bool peers : {true, false}) {
+    ag::runtime rt{peers_option(peers)};
+    const std::size_t n = 300007;
+    std::vector<ag::tensor> parts;
+    for (int i = 0; i < 2; ++i) {
+      auto x = rt.from_vector({static_cast<int64_t>(n)}, values(n, i), ag::device::cuda(i));
+      parts.push_back(x * x);
+    }
+    const auto reduced = ag::all_reduce(parts);
+    results[peers ? 0 : 1].push_back((reduced[0].to(ag::device::cuda(1)) + reduced[1]).to_vector());
+    for (const auto& t : ag::all_gather(reduced))
+      results[peers ? 0 : 1].push_back(t.to_vector());
+  }
+  REQUIRE(results[0].size() == results[1].size());
+  for (std::size_t i = 0; i < results[0].size(); ++i)
+    CHECK(same_bits(results[0][i], results[1][i]));
+}

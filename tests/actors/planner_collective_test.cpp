@@ -1,0 +1,1979 @@
+// The planner's collectives (actors/planner_collective.cpp) driven directly, as the executor drives
+// them: a collective_request in, and the per-lane operators it asks for checked field by field and
+// then run by a small emulator (the cpu lane over the real store buffer, each device lane over a
+// map of operands), so that what the results hold is checked end to end through the planner alone.
+// No actors, no runners, no clocks waited on.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "actors/flow_control.hpp"
+#include "actors/planner.hpp"
+#include "graph/collective.hpp"
+#include "ipc/wire.hpp"
+
+using namespace std::chrono_literals;
+using Catch::Contains;
+using Catch::StartsWith;
+
+namespace {
+
+constexpr uint32_t cpu = 0;
+constexpr uint32_t sim0 = 1;
+constexpr uint32_t sim1 = 2;
+constexpr uint32_t sim2 = 3; // lanes of a setup_of with more lanes
+constexpr uint64_t no_offset = ag::operand_ref::no_offset;
+constexpr float unwritten = -12345.0f; // what the emulator gives a device operand's elements first
+
+// -- the rig (as in planner_test.cpp) ---------------------------------------------------------------
+
+std::string ref_str(const ag::operand_ref& r) {
+  return "#" + std::to_string(r.id) + "@"
+         + (r.offset == no_offset ? std::string{"dev"} : std::to_string(r.offset));
+}
+
+// Every field of an operator but its scalar, to compare one with what a test expects in one check.
+std::string fields(const ag::op_desc& op) {
+  return ag::to_string(op.kind) + " out=" + ref_str(op.out) + " a=" + ref_str(op.a)
+         + " b=" + ref_str(op.b) + " count=" + std::to_string(op.count)
+         + " m=" + std::to_string(op.m) + " k=" + std::to_string(op.k)
+         + " n=" + std::to_string(op.n);
+}
+
+std::string copy_fields(ag::operand_ref out, ag::operand_ref a, uint64_t count,
+                        uint64_t first = 0, uint64_t total = 0) {
+  return fields(ag::op_desc{ag::op_kind::copy, out, a, {}, count, first, 0, total});
+}
+
+std::string add_fields(ag::operand_ref out, ag::operand_ref a, ag::operand_ref b,
+                       uint64_t count) {
+  return fields(ag::op_desc{ag::op_kind::add, out, a, b, count, 0, 0, 0});
+}
+
+std::string deps_str(const std::vector<ag::dependency>& deps) {
+  std::string s;
+  for (const auto& d : deps)
+    s += (s.empty() ? "" : " ") + std::to_string(d.lane) + ":" + std::to_string(d.index);
+  return s;
+}
+
+struct recording_outbox final : ag::planner_outbox {
+  std::map<uint32_t, std::vector<ag::batch>> runs; // by lane
+  std::vector<ag::wire::execute_msg> broadcasts;
+  std::vector<uint32_t> kills;
+  std::map<uint64_t, std::vector<ag::wait_answer>> answers; // by wait id
+  std::vector<uint64_t> answered;
+  std::map<uint64_t, std::chrono::milliseconds> expiring;
+  uint64_t last_expiring = 0;
+  bool flush_pending = false;
+
+  void run(uint32_t lane, ag::batch b) override { runs[lane].push_back(std::move(b)); }
+  void broadcast(ag::wire::execute_msg m) override { broadcasts.push_back(std::move(m)); }
+  void kill(uint32_t lane) override { kills.push_back(lane); }
+  void answer(uint64_t wait, ag::wait_answer a) override {
+    answers[wait].push_back(std::move(a));
+    answered.push_back(wait);
+  }
+  void flush_soon() override { flush_pending = true; }
+  void expire_after(uint64_t wait, std::chrono::milliseconds after) override {
+    expiring[wait] = after;
+    last_expiring = wait;
+  }
+  void check_progress_after(std::chrono::milliseconds) override {}
+
+  std::size_t batches(uint32_t lane) const {
+    auto it = runs.find(lane);
+    return it == runs.end() ? 0 : it->second.size();
+  }
+  bool was_answered(uint64_t wait) const { return answers.count(wait) > 0; }
+  const ag::wait_answer& answer_of(uint64_t wait) const {
+    auto it = answers.find(wait);
+    REQUIRE(it != answers.end());
+    REQUIRE(it->second.size() == 1);
+    return it->second.front();
+  }
+};
+
+std::shared_ptr<ag::flow_control> lanes_flow() {
+  return std::make_shared<ag::flow_control>(std::vector<std::string>{"cpu", "sim:0", "sim:1"},
+                                            ag::flow_control::limits{});
+}
+
+// The cpu and lanes - 1 sim devices.
+ag::planner_setup setup_of(std::size_t store_bytes = 64 << 10, std::size_t lanes = 3) {
+  ag::planner_setup s;
+  s.devices = {ag::device::cpu()};
+  for (std::size_t l = 1; l < lanes; ++l)
+    s.devices.push_back(ag::device::sim(static_cast<int32_t>(l) - 1));
+  s.store_size = store_bytes;
+  s.wait_timeout = 500ms;
+  return s;
+}
+
+ag::planner_setup on_store(std::vector<std::byte>& store, ag::planner_setup s) {
+  s.store_base = store.data();
+  return s;
+}
+
+struct rig {
+  explicit rig(ag::planner_setup s = setup_of())
+    : lanes(static_cast<uint32_t>(s.devices.size())), store(s.store_size),
+      plan(on_store(store, std::move(s)), out) {}
+
+  void submit(ag::op_request req) { plan.submit(req); }
+  void submit(ag::collective_request c) { plan.submit(c); }
+
+  void drain() {
+    while (out.flush_pending) {
+      out.flush_pending = false;
+      plan.flush();
+    }
+  }
+
+  uint64_t sync() {
+    const uint64_t w = plan.new_wait();
+    plan.sync(w);
+    return w;
+  }
+
+  uint64_t fetch(ag::operand_id id) {
+    const uint64_t w = plan.new_wait();
+    plan.fetch(w, id);
+    return w;
+  }
+
+  std::vector<float> floats_at(uint64_t offset, std::size_t n) const {
+    REQUIRE(offset <= store.size());
+    REQUIRE(n * sizeof(float) <= store.size() - offset);
+    std::vector<float> v(n);
+    std::memcpy(v.data(), store.data() + offset, n * sizeof(float));
+    return v;
+  }
+
+  // Every operator lane l was sent, in order.
+  std::vector<ag::op_desc> ops_of(uint32_t l) const {
+    std::vector<ag::op_desc> v;
+    auto it = out.runs.find(l);
+    if (it != out.runs.end())
+      for (const auto& b : it->second)
+        v.insert(v.end(), b.ops.begin(), b.ops.end());
+    return v;
+  }
+
+  uint32_t lanes;
+  std::vector<std::byte> store;
+  recording_outbox out;
+  ag::planner plan;
+};
+
+ag::device dev(uint32_t lane) {
+  return lane == cpu ? ag::device::cpu() : ag::device::sim(static_cast<int32_t>(lane) - 1);
+}
+
+ag::op_request upload(uint32_t lane, ag::operand_id out, std::vector<float> data) {
+  ag::op_request r;
+  r.kind = ag::op_kind::upload;
+  r.where = dev(lane);
+  r.out = out;
+  r.count = data.size();
+  r.data = std::move(data);
+  return r;
+}
+
+ag::op_request compute(ag::op_kind kind, uint32_t lane, ag::operand_id out, ag::operand_id a,
+                       ag::operand_id b, uint64_t count) {
+  ag::op_request r;
+  r.kind = kind;
+  r.where = dev(lane);
+  r.out = out;
+  r.a = a;
+  r.b = b;
+  r.count = count;
+  return r;
+}
+
+ag::collective_request collective(ag::collective_kind kind, std::vector<ag::operand_id> parts,
+                                  std::vector<uint32_t> from, std::vector<ag::operand_id> outs,
+                                  std::vector<uint32_t> to, uint64_t count) {
+  ag::collective_request c;
+  c.kind = kind;
+  c.parts = std::move(parts);
+  for (uint32_t l : from)
+    c.from.push_back(dev(l));
+  c.outs = std::move(outs);
+  for (uint32_t l : to)
+    c.to.push_back(dev(l));
+  c.count = count;
+  return c;
+}
+
+std::vector<float> filled(std::size_t n, float x) { return std::vector<float>(n, x); }
+
+// base, base + 1, ...
+std::vector<float> ramp(std::size_t n, float base) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = base + static_cast<float>(i);
+  return v;
+}
+
+std::vector<float> sum_of(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  std::vector<float> v(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    v[i] = a[i] + b[i];
+  return v;
+}
+
+std::vector<float> slice(const std::vector<float>& v, std::size_t first, std::size_t n) {
+  REQUIRE(first + n <= v.size());
+  return std::vector<float>(v.begin() + first, v.begin() + first + n);
+}
+
+bool all_nan(const std::vector<float>& v) {
+  for (float x : v)
+    if (!std::isnan(x))
+      return false;
+  return true;
+}
+
+// -- the emulated runners ---------------------------------------------------------------------------
+
+// Runs what the planner sent each lane: the cpu lane's ops against the real store, a device
+// lane's against its own map of operands (a piece, op.n != 0, is elements [m, m + count) of an
+// op.n-element device operand; the piece at m = 0 creates it), then acknowledges the batch.
+struct emulator {
+  explicit emulator(rig& r) : r(r) {}
+
+  std::vector<float> read(uint32_t lane, const ag::op_desc& op, const ag::operand_ref& ref) {
+    if (ref.on_host())
+      return r.floats_at(ref.offset, op.count);
+    INFO("lane " << lane << " reads " << ref_str(ref) << " in " << fields(op));
+    auto& m = mem[lane];
+    auto it = m.find(ref.id);
+    REQUIRE(it != m.end());
+    if (op.n != 0) {
+      REQUIRE(it->second.size() == op.n);
+      REQUIRE(op.m + op.count <= op.n);
+      return slice(it->second, op.m, op.count);
+    }
+    REQUIRE(it->second.size() == op.count);
+    return it->second;
+  }
+
+  void write(uint32_t lane, const ag::op_desc& op, const ag::operand_ref& ref,
+             const std::vector<float>& v) {
+    INFO("lane " << lane << " writes " << ref_str(ref) << " in " << fields(op));
+    if (ref.on_host()) {
+      REQUIRE(ref.offset <= r.store.size());
+      REQUIRE(v.size() * sizeof(float) <= r.store.size() - ref.offset);
+      std::memcpy(r.store.data() + ref.offset, v.data(), v.size() * sizeof(float));
+      return;
+    }
+    auto& m = mem[lane];
+    if (op.n == 0) {
+      m[ref.id] = v;
+      return;
+    }
+    if (op.m == 0)
+      m[ref.id] = filled(op.n, unwritten);
+    auto it = m.find(ref.id);
+    REQUIRE(it != m.end());
+    REQUIRE(it->second.size() == op.n);
+    REQUIRE(op.m + v.size() <= op.n);
+    std::copy(v.begin(), v.end(), it->second.begin() + static_cast<std::ptrdiff_t>(op.m));
+  }
+
+  void execute(uint32_t lane, const ag::op_desc& op) {
+    switch (op.kind) {
+      case ag::op_kind::fill: write(lane, op, op.out, filled(op.count, op.scalar)); break;
+      case ag::op_kind::copy: write(lane, op, op.out, read(lane, op, op.a)); break;
+      case ag::op_kind::add:
+        write(lane, op, op.out, sum_of(read(lane, op, op.a), read(lane, op, op.b)));
+        break;
+      case ag::op_kind::relu: {
+        auto v = read(lane, op, op.a);
+        for (auto& x : v)
+          x = std::max(x, 0.0f);
+        write(lane, op, op.out, v);
+        break;
+      }
+      case ag::op_kind::peer_copy: {
+        // Lane k's operand a where it lies, whole, into out (or into its piece [m, m + count)).
+        INFO("lane " << lane << " runs " << fields(op));
+        REQUIRE_FALSE(op.out.on_host());
+        REQUIRE_FALSE(op.a.on_host());
+        const auto src = mem[static_cast<uint32_t>(op.k)].find(op.a.id);
+        REQUIRE(src != mem[static_cast<uint32_t>(op.k)].end());
+        REQUIRE(src->second.size() == op.count);
+        const std::vector<float> v = src->second;
+        if (op.n == 0 || op.m == 0) // it creates its result, which must not exist yet
+          REQUIRE(mem[lane].count(op.out.id) == 0);
+        write(lane, op, op.out, v);
+        break;
+      }
+      case ag::op_kind::peer_sum: {
+        // The group of k peer_entry records in the store at a's offset: elements [m, m + count)
+        // of every operand it names, summed in the group's order into a new result.
+        INFO("lane " << lane << " runs " << fields(op));
+        REQUIRE_FALSE(op.out.on_host());
+        REQUIRE(op.a.on_host());
+        REQUIRE(op.a.id == 0);
+        REQUIRE(op.n == 0);
+        REQUIRE(op.k >= 1);
+        REQUIRE(op.a.offset <= r.store.size());
+        REQUIRE(op.k * sizeof(ag::peer_entry) <= r.store.size() - op.a.offset);
+        std::vector<ag::peer_entry> group(op.k);
+        std::memcpy(group.data(), r.store.data() + op.a.offset, op.k * sizeof(ag::peer_entry));
+        std::vector<float> acc;
+        for (const auto& g : group) {
+          INFO("group entry lane " << g.lane << " #" << g.id);
+          CHECK(g.reserved == 0);
+          const auto src = mem[g.lane].find(g.id);
+          REQUIRE(src != mem[g.lane].end());
+          REQUIRE(op.m + op.count <= src->second.size());
+          const auto part = slice(src->second, op.m, op.count);
+          acc = acc.empty() ? part : sum_of(acc, part);
+        }
+        REQUIRE(mem[lane].count(op.out.id) == 0);
+        write(lane, op, op.out, acc);
+        break;
+      }
+      default: FAIL("the emulator does not run " << fields(op));
+    }
+  }
+
+  // Runs lane l's next batch and acknowledges it; false when it has none (or is dead).
+  bool step(uint32_t l) {
+    if (dead.count(l) > 0 || ran[l] >= r.out.batches(l))
+      return false;
+    const ag::batch b = r.out.runs[l][ran[l]++]; // a copy: done() may send more
+    for (const auto& op : b.ops)
+      execute(l, op);
+    for (ag::operand_id id : b.no_hold) {
+      released.push_back({l, id});
+      mem[l].erase(id);
+    }
+    r.plan.done(l, b.ops_after(), 0);
+    return true;
+  }
+
+  std::size_t unrun(uint32_t l) { return dead.count(l) > 0 ? 0 : r.out.batches(l) - ran[l]; }
+
+  // Every lane runs everything it is sent, until nothing more comes.
+  void run_all() {
+    for (int round = 0; round < 1000; ++round) {
+      r.drain();
+      bool any = false;
+      std::size_t left = 0;
+      for (uint32_t l = 0; l < r.lanes; ++l)
+        while (step(l))
+          any = true;
+      r.drain();
+      for (uint32_t l = 0; l < r.lanes; ++l)
+        left += unrun(l);
+      if (!any && left == 0)
+        return;
+    }
+    FAIL("the lanes never ran out of work");
+  }
+
+  const std::vector<float>& on(uint32_t lane, ag::operand_id id) {
+    INFO("operand #" << id << " on lane " << lane);
+    auto it = mem[lane].find(id);
+    REQUIRE(it != mem[lane].end());
+    return it->second;
+  }
+
+  rig& r;
+  std::map<uint32_t, std::map<ag::operand_id, std::vector<float>>> mem;
+  std::map<uint32_t, std::size_t> ran;
+  std::set<uint32_t> dead;
+  std::vector<std::pair<uint32_t, ag::operand_id>> released; // in the order they ran
+};
+
+// "m+count/n ..." of the operators of lane l that write device operand id (copies and fills).
+std::string pieces_into(const rig& r, uint32_t l, ag::operand_id id) {
+  std::string s;
+  for (const auto& op : r.ops_of(l))
+    if (op.out.id == id && !op.out.on_host())
+      s += (s.empty() ? "" : " ") + std::to_string(op.m) + "+" + std::to_string(op.count) + "/"
+           + std::to_string(op.n);
+  return s;
+}
+
+// The same for the copies of lane l that read device operand id into the store.
+std::string pieces_from(const rig& r, uint32_t l, ag::operand_id id) {
+  std::string s;
+  for (const auto& op : r.ops_of(l))
+    if (op.kind == ag::op_kind::copy && op.a.id == id && !op.a.on_host() && op.out.on_host())
+      s += (s.empty() ? "" : " ") + std::to_string(op.m) + "+" + std::to_string(op.count) + "/"
+           + std::to_string(op.n);
+  return s;
+}
+
+std::size_t count_kind(const std::vector<ag::op_desc>& ops, ag::op_kind k) {
+  std::size_t n = 0;
+  for (const auto& op : ops)
+    n += op.kind == k ? 1 : 0;
+  return n;
+}
+
+bool reads_operand(const std::vector<ag::op_desc>& ops, ag::operand_id id) {
+  for (const auto& op : ops)
+    if (op.a.id == id || op.b.id == id)
+      return true;
+  return false;
+}
+
+// The store the pressure cases use: 3072 bytes (twelve ranges of 256), so that a chunk of a
+// two-part collective is 3072 / 4 / 3 / 4 = 64 elements and its three ranges take 768 bytes.
+constexpr std::size_t small_store = 3072;
+
+// #1 = 0, 1, ... on sim:0 and #2 = 1000, 1001, ... on sim:1 (count elements each), uploaded and
+// acknowledged: the store is empty again.
+void two_device_parts(rig& r, emulator& emu, uint64_t count) {
+  r.submit(upload(sim0, 1, ramp(count, 0)));
+  r.submit(upload(sim1, 2, ramp(count, 1000)));
+  emu.run_all();
+  REQUIRE(r.plan.store().live_bytes() == 0);
+}
+
+} // namespace
+
+// -- the operators of one chunk -------------------------------------------------------------------
+
+TEST_CASE("an all_reduce of two device parts in one chunk stages each part on its lane and sums "
+          "them on the cpu lane once both staging copies ran",
+          "[planner][collectives]") {
+  rig r;
+  emulator emu{r};
+  r.submit(upload(sim0, 1, {1, 2, 3, 4}));
+  r.submit(upload(sim1, 2, {10, 20, 30, 40}));
+  emu.run_all();
+  REQUIRE(r.plan.store().live_bytes() == 0);
+
+  r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1}, {3, 4},
+                      {sim0, sim1}, 4));
+  CHECK(r.plan.held() == 0); // placed whole at once
+  // The queues before any dispatch, with their cross-lane dependencies.
+  const auto& q0 = r.plan.lane(sim0).queue;
+  const auto& q1 = r.plan.lane(sim1).queue;
+  const auto& qc = r.plan.lane(cpu).queue;
+  REQUIRE(q0.size() == 2);
+  REQUIRE(q1.size() == 2);
+  REQUIRE(qc.size() == 1);
+  CHECK(fields(q0[0].op) == copy_fields({0, 0}, {1, no_offset}, 4));
+  CHECK(q0[0].deps.empty());
+  CHECK(fields(q1[0].op) == copy_fields({0, 256}, {2, no_offset}, 4));
+  CHECK(q1[0].deps.empty());
+  CHECK(fields(qc[0].op) == add_fields({0, 512}, {0, 0}, {0, 256}, 4));
+  CHECK(deps_str(qc[0].deps) == "1:2 2:2");
+  CHECK(fields(q0[1].op) == copy_fields({3, no_offset}, {0, 512}, 4));
+  CHECK(deps_str(q0[1].deps) == "0:1");
+  CHECK(fields(q1[1].op) == copy_fields({4, no_offset}, {0, 512}, 4));
+  CHECK(deps_str(q1[1].deps) == "0:1");
+  CHECK(r.plan.store().live_bytes() == 768);
+  for (ag::operand_id id : {3, 4}) {
+    const auto* t = r.plan.tensor(id);
+    REQUIRE(t != nullptr);
+    CHECK(t->lane == (id == 3 ? sim0 : sim1));
+    CHECK(t->placed);
+    CHECK(t->failure.empty());
+    CHECK(t->bytes == 16);
+  }
+
+  r.drain();
+  REQUIRE(r.out.batches(sim0) == 2);
+  REQUIRE(r.out.batches(sim1) == 2);
+  CHECK(r.out.runs[sim0].back().ops.size() == 1); // the staging copy; the copy in waits
+  CHECK(r.out.runs[sim1].back().ops.size() == 1);
+  CHECK(r.out.batches(cpu) == 0);
+
+  REQUIRE(emu.step(sim0));
+  r.drain();
+  CHECK(r.out.batches(cpu) == 0); // sim:1 has not staged its part yet
+  CHECK(r.out.batches(sim0) == 2);
+  REQUIRE(emu.step(sim1));
+  r.drain();
+  REQUIRE(r.out.batches(cpu) == 1);
+  REQUIRE(r.out.runs[cpu][0].ops.size() == 1);
+  CHECK(r.out.runs[cpu][0].ops[0].kind == ag::op_kind::add);
+  CHECK(r.out.batches(sim0) == 2); // the copies in wait for the sum
+  CHECK(r.out.batches(sim1) == 2);
+  CHECK(r.floats_at(0, 4) == std::vector<float>{1, 2, 3, 4});
+  CHECK(r.floats_at(256, 4) == std::vector<float>{10, 20, 30, 40});
+
+  REQUIRE(emu.step(cpu));
+  r.drain();
+  REQUIRE(r.out.batches(sim0) == 3);
+  REQUIRE(r.out.batches(sim1) == 3);
+  CHECK(r.plan.pending_frees() > 0); // the copies in still read the sum
+  emu.run_all();
+  CHECK(emu.on(sim0, 3) == std::vector<float>{11, 22, 33, 44});
+  CHECK(emu.on(sim1, 4) == std::vector<float>{11, 22, 33, 44});
+  CHECK(r.plan.pending_frees() == 0);
+  CHECK(r.plan.store().live_bytes() == 0);
+  const auto s = r.sync();
+  CHECK_FALSE(r.out.answer_of(s).code);
+}
+
+TEST_CASE("three parts are summed in part order into one accumulator and each add waits only for "
+          "the part it adds",
+          "[planner][collectives]") {
+  rig r;
+  emulator emu{r};
+  r.submit(upload(sim0, 1, {1, 2}));
+  r.submit(upload(cpu, 2, {10, 20}));
+  r.submit(upload(sim1, 3, {100, 200}));
+  emu.run_all();
+  const uint64_t at2 = r.plan.tensor(2)->offset;
+
+  r.submit(collective(ag::collective_kind::all_reduce, {1, 2, 3}, {sim0, cpu, sim1}, {4, 5},
+                      {sim1, cpu}, 2));
+  const auto& qc = r.plan.lane(cpu).queue;
+  REQUIRE(qc.size() == 3); // two adds and the copy into the cpu result
+  const auto& s0 = r.plan.lane(sim0).queue.at(0).op;
+  const auto& s2 = r.plan.lane(sim1).queue.at(0).op;
+  CHECK(s0.a.id == 1);
+  CHECK(s2.a.id == 3);
+  const ag::operand_ref acc = qc[0].op.out;
+  CHECK(acc.id == 0);
+  CHECK(fields(qc[0].op) == add_fields(acc, s0.out, {0, at2}, 2)); // part 0 + part 1, in place
+  CHECK(deps_str(qc[0].deps) == "1:2");
+  CHECK(fields(qc[1].op) == add_fields(acc, acc, s2.out, 2)); // + part 2
+  CHECK(deps_str(qc[1].deps) == "2:2");
+  CHECK(fields(qc[2].op) == copy_fields({5, r.plan.tensor(5)->offset}, acc, 2));
+
+  r.drain();
+  CHECK(r.out.batches(cpu) == 0);
+  REQUIRE(emu.step(sim0));
+  r.drain();
+  REQUIRE(r.out.batches(cpu) == 1);
+  CHECK(r.out.runs[cpu][0].ops.size() == 1); // the first add; the second waits for sim:1
+  REQUIRE(emu.step(cpu));
+  r.drain();
+  CHECK(r.out.batches(cpu) == 1);
+  emu.run_all();
+  CHECK(emu.on(sim1, 4) == std::vector<float>{111, 222});
+  CHECK(r.floats_at(r.plan.tensor(5)->offset, 2) == std::vector<float>{111, 222});
+}
+
+// -- chunks ---------------------------------------------------------------------------------------
+
+TEST_CASE("a collective larger than one chunk is placed in chunks sized from the store and every "
+          "kind gives the right values",
+          "[planner][collectives]") {
+  rig r{setup_of(small_store)};
+  emulator emu{r};
+  // chunk: 3072 / 4 / (parts + 1) / 4 elements: 64 for two parts, 96 for one.
+
+  SECTION("all_reduce") {
+    two_device_parts(r, emu, 160); // 2.5 chunks
+    r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1}, {3, 4},
+                        {sim0, sim1}, 160));
+    emu.run_all();
+    const std::string chunks = "0+64/160 64+64/160 128+32/160";
+    CHECK(pieces_from(r, sim0, 1) == chunks);
+    CHECK(pieces_from(r, sim1, 2) == chunks);
+    CHECK(pieces_into(r, sim0, 3) == chunks);
+    CHECK(pieces_into(r, sim1, 4) == chunks);
+    CHECK(count_kind(r.ops_of(cpu), ag::op_kind::add) == 3);
+    const auto want = sum_of(ramp(160, 0), ramp(160, 1000));
+    CHECK(emu.on(sim0, 3) == want);
+    CHECK(emu.on(sim1, 4) == want);
+  }
+  SECTION("broadcast") {
+    r.submit(upload(sim0, 1, ramp(240, 7)));
+    emu.run_all();
+    r.submit(collective(ag::collective_kind::broadcast, {1}, {sim0}, {3, 4}, {sim0, sim1}, 240));
+    emu.run_all();
+    const std::string chunks = "0+96/240 96+96/240 192+48/240";
+    CHECK(pieces_from(r, sim0, 1) == chunks);
+    CHECK(pieces_into(r, sim0, 3) == chunks);
+    CHECK(pieces_into(r, sim1, 4) == chunks);
+    CHECK(r.ops_of(cpu).empty()); // nothing to sum
+    CHECK(emu.on(sim0, 3) == ramp(240, 7));
+    CHECK(emu.on(sim1, 4) == ramp(240, 7));
+  }
+  SECTION("all_gather") {
+    two_device_parts(r, emu, 160);
+    r.submit(collective(ag::collective_kind::all_gather, {1, 2}, {sim0, sim1}, {3, 4},
+                        {sim0, sim1}, 160));
+    emu.run_all();
+    const std::string part = "0+64/160 64+64/160 128+32/160";
+    CHECK(pieces_from(r, sim0, 1) == part);
+    CHECK(pieces_from(r, sim1, 2) == part);
+    const std::string result = "0+64/320 64+64/320 128+32/320 160+64/320 224+64/320 288+32/320";
+    CHECK(pieces_into(r, sim0, 3) == result);
+    CHECK(pieces_into(r, sim1, 4) == result);
+    CHECK(r.ops_of(cpu).empty());
+    auto want = ramp(160, 0);
+    const auto second = ramp(160, 1000);
+    want.insert(want.end(), second.begin(), second.end());
+    CHECK(emu.on(sim0, 3) == want);
+    CHECK(emu.on(sim1, 4) == want);
+  }
+  SECTION("reduce_scatter") {
+    two_device_parts(r, emu, 320); // blocks of 160: 2.5 chunks each
+    r.submit(collective(ag::collective_kind::reduce_scatter, {1, 2}, {sim0, sim1}, {3, 4},
+                        {sim0, sim1}, 320));
+    CHECK(r.plan.held() == 1); // six chunks of 768 bytes: not all at once
+    emu.run_all();
+    CHECK(r.plan.held() == 0);
+    const std::string part =
+      "0+64/320 64+64/320 128+32/320 160+64/320 224+64/320 288+32/320";
+    CHECK(pieces_from(r, sim0, 1) == part);
+    CHECK(pieces_from(r, sim1, 2) == part);
+    // Result r receives block r only, as its own elements [0, 160).
+    const std::string block = "0+64/160 64+64/160 128+32/160";
+    CHECK(pieces_into(r, sim0, 3) == block);
+    CHECK(pieces_into(r, sim1, 4) == block);
+    CHECK(count_kind(r.ops_of(cpu), ag::op_kind::add) == 6);
+    const auto sum = sum_of(ramp(320, 0), ramp(320, 1000));
+    CHECK(emu.on(sim0, 3) == slice(sum, 0, 160));
+    CHECK(emu.on(sim1, 4) == slice(sum, 160, 160));
+  }
+
+  CHECK(r.plan.held() == 0);
+  CHECK(r.plan.pending_frees() == 0);
+  CHECK(r.plan.store().live_bytes() == 0);
+  for (ag::operand_id id : {3, 4})
+    CHECK(r.plan.tensor(id)->failure.empty());
+  const auto s = r.sync();
+  CHECK_FALSE(r.out.answer_of(s).code);
+}
+
+// -- cpu parts and results ------------------------------------------------------------------------
+
+TEST_CASE("a cpu part is read in place and a cpu result gets its store range before any chunk",
+          "[planner][collectives]") {
+  rig r;
+  emulator emu{r};
+  r.submit(upload(cpu, 1, {1, 2, 3, 4}));
+  r.submit(upload(sim0, 2, {10, 20, 30, 40}));
+  emu.run_all();
+  REQUIRE(r.plan.tensor(1)->offset == 0);
+
+  r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {cpu, sim0}, {3, 4}, {cpu, sim1},
+                      4));
+  const auto* t = r.plan.tensor(3);
+  REQUIRE(t != nullptr);
+  CHECK(t->lane == cpu);
+  CHECK(t->offset == 256); // the first range after #1: taken before the chunk's ranges
+  CHECK(t->bytes == 16);
+  // One staging range (sim:0's part) and the sum: #1 is read where it is.
+  const auto& q0 = r.plan.lane(sim0).queue;
+  const auto& qc = r.plan.lane(cpu).queue;
+  REQUIRE(q0.size() == 1);
+  CHECK(fields(q0[0].op) == copy_fields({0, 512}, {2, no_offset}, 4));
+  REQUIRE(qc.size() == 2);
+  CHECK(fields(qc[0].op) == add_fields({0, 768}, {0, 0}, {0, 512}, 4));
+  CHECK(deps_str(qc[0].deps) == "1:2");
+  CHECK(fields(qc[1].op) == copy_fields({3, 256}, {0, 768}, 4));
+  CHECK(t->writer.lane == cpu);
+  CHECK(t->writer.index == 2);
+  const auto& q1 = r.plan.lane(sim1).queue;
+  REQUIRE(q1.size() == 1);
+  CHECK(fields(q1[0].op) == copy_fields({4, no_offset}, {0, 768}, 4));
+  CHECK(deps_str(q1[0].deps) == "0:1");
+
+  const auto f = r.fetch(3);
+  r.drain();
+  CHECK_FALSE(r.out.was_answered(f));
+  REQUIRE(emu.step(sim0));
+  r.drain();
+  REQUIRE(r.out.batches(cpu) == 1);
+  CHECK(r.out.runs[cpu][0].ops.size() == 2);
+  CHECK_FALSE(r.out.was_answered(f)); // written, not yet acknowledged
+  REQUIRE(emu.step(cpu));
+  const auto& a = r.out.answer_of(f);
+  CHECK_FALSE(a.code);
+  CHECK(a.offset == 256);
+  CHECK(r.floats_at(256, 4) == std::vector<float>{11, 22, 33, 44});
+  emu.run_all();
+  CHECK(emu.on(sim1, 4) == std::vector<float>{11, 22, 33, 44});
+  CHECK_FALSE(reads_operand(r.ops_of(cpu), 1)); // no operator names #1: its range is read
+  CHECK(r.floats_at(0, 4) == std::vector<float>{1, 2, 3, 4});
+  CHECK(r.plan.store().live_bytes() == 512); // #1 and #3
+}
+
+TEST_CASE("a read of a cpu result made in several chunks is answered once its last chunk is "
+          "acknowledged",
+          "[planner][collectives]") {
+  rig r{setup_of(small_store)};
+  emulator emu{r};
+  r.submit(upload(cpu, 1, ramp(160, 0)));      // ranges 0-2
+  r.submit(upload(sim0, 2, ramp(160, 1000)));
+  emu.run_all();
+  r.submit(upload(cpu, 9, filled(256, 9.0f))); // ranges 3-6
+  // Five ranges left: the result's three and one chunk's two (sim:0's staging and the sum).
+  r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {cpu, sim0}, {3, 4}, {cpu, sim1},
+                      160));
+  CHECK(r.plan.held() == 1);
+  const uint64_t at3 = r.plan.tensor(3)->offset;
+  CHECK(at3 == 1792);
+  const auto f = r.fetch(3);
+  CHECK(r.plan.held() == 2);
+
+  for (int guard = 0;; ++guard) {
+    REQUIRE(guard < 100);
+    for (bool any = true; any;) { // the devices run all they can
+      r.drain();
+      any = false;
+      while (emu.step(sim0) || emu.step(sim1))
+        any = true;
+    }
+    r.drain();
+    if (r.plan.held() == 0 && r.plan.lane(sim0).done == r.plan.lane(sim0).issued)
+      break;
+    INFO("held " << r.plan.held() << " issued " << r.plan.lane(cpu).issued << "/"
+                 << r.plan.lane(sim0).issued << "/" << r.plan.lane(sim1).issued << " done "
+                 << r.plan.lane(cpu).done << "/" << r.plan.lane(sim0).done << "/"
+                 << r.plan.lane(sim1).done << " queued " << r.plan.lane(cpu).queue.size() << "/"
+                 << r.plan.lane(sim0).queue.size() << "/" << r.plan.lane(sim1).queue.size()
+                 << " frees " << r.plan.pending_frees() << " live "
+                 << r.plan.store().live_bytes());
+    REQUIRE(emu.step(cpu));
+    CHECK_FALSE(r.out.was_answered(f));
+  }
+  // Every chunk is placed; the cpu lane has yet to run the last copy into #3.
+  CHECK_FALSE(r.out.was_answered(f));
+  const auto* t = r.plan.tensor(3);
+  CHECK(t->writer.lane == cpu);
+  CHECK(t->writer.index == r.plan.lane(cpu).issued);
+  CHECK(r.plan.lane(cpu).done < t->writer.index);
+  while (!r.out.was_answered(f))
+    REQUIRE(emu.step(cpu));
+  CHECK(r.plan.lane(cpu).done >= t->writer.index);
+  const auto& a = r.out.answer_of(f);
+  CHECK_FALSE(a.code);
+  CHECK(a.offset == at3);
+  const auto want = sum_of(ramp(160, 0), ramp(160, 1000));
+  CHECK(r.floats_at(at3, 160) == want);
+  // Each chunk was copied into the result's own range, at its place.
+  std::vector<std::string> into;
+  for (const auto& op : r.ops_of(cpu))
+    if (op.out.id == 3)
+      into.push_back(std::to_string(op.out.offset - at3) + "+" + std::to_string(op.count) + " m="
+                     + std::to_string(op.m) + " n=" + std::to_string(op.n));
+  CHECK(into == std::vector<std::string>{"0+64 m=0 n=0", "256+64 m=0 n=0", "512+32 m=0 n=0"});
+  emu.run_all();
+  CHECK(emu.on(sim1, 4) == want);
+  CHECK(r.floats_at(0, 160) == ramp(160, 0));
+  CHECK(r.floats_at(r.plan.tensor(9)->offset, 256) == filled(256, 9.0f));
+}
+
+// -- store pressure -------------------------------------------------------------------------------
+
+namespace {
+
+// #1 on sim:0 and #2 on sim:1 (160 elements each: three chunks of 64), and a cpu tensor #9 that
+// takes half the store: two chunks fit, the third waits for the first to be freed. all_reduce
+// into #3 on sim:0 and #4 on sim:1.
+void pressured_all_reduce(rig& r, emulator& emu) {
+  two_device_parts(r, emu, 160);
+  r.submit(upload(cpu, 9, filled(384, 9.0f)));
+  REQUIRE(r.plan.store().live_bytes() == 1536);
+  r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1}, {3, 4},
+                      {sim0, sim1}, 160));
+}
+
+} // namespace
+
+TEST_CASE("a collective that finds no store room waits for acknowledgements to free it and what "
+          "comes after it waits behind it",
+          "[planner][collectives]") {
+  rig r{setup_of(small_store)};
+  emulator emu{r};
+  pressured_all_reduce(r, emu);
+  CHECK(r.plan.held() == 1);
+  const uint64_t store_wait = r.out.last_expiring;
+  CHECK(r.out.expiring.at(store_wait) == 500ms);
+  CHECK(r.plan.store().live_bytes() == small_store);
+  CHECK(r.plan.lane(sim0).issued == 1 + 4); // the upload, then two chunks' staging and copy in
+  CHECK(r.plan.lane(sim1).issued == 1 + 4);
+  CHECK(r.plan.lane(cpu).issued == 2);
+  CHECK(pieces_into(r, sim0, 3).empty()); // nothing dispatched yet
+  // Submitted after it: placed after it, even where it needs no store room.
+  r.submit(compute(ag::op_kind::relu, sim0, 10, 3, 0, 160));
+  const auto s = r.sync();
+  CHECK(r.plan.held() == 3);
+  CHECK(r.plan.tensor(10) == nullptr);
+
+  r.drain();
+  REQUIRE(emu.step(sim0)); // staging of chunk 1
+  REQUIRE(emu.step(sim1));
+  r.drain();
+  REQUIRE(emu.step(cpu)); // its sum
+  r.drain();
+  REQUIRE(emu.step(sim0)); // its copy in, and the staging of chunk 2
+  r.drain();
+  // Chunk 1's ranges are still read by sim:1's copy in: nothing more is placed.
+  CHECK(r.plan.held() == 3);
+  CHECK(r.plan.lane(sim0).issued == 5);
+  CHECK(r.plan.lane(cpu).issued == 2);
+  CHECK(r.plan.store().live_bytes() == small_store);
+  CHECK_FALSE(r.out.was_answered(s));
+
+  REQUIRE(emu.step(sim1)); // every operator of chunk 1 ran: its ranges are free
+  CHECK(r.plan.held() == 0);
+  CHECK(r.plan.lane(sim0).issued == 5 + 2 + 1); // chunk 3, then the relu
+  CHECK(r.plan.lane(cpu).issued == 3);
+  REQUIRE(r.plan.tensor(10) != nullptr);
+  CHECK(r.plan.tensor(10)->failure.empty());
+  const auto& q0 = r.plan.lane(sim0).queue;
+  REQUIRE_FALSE(q0.empty());
+  CHECK(q0.back().op.kind == ag::op_kind::relu);
+  CHECK(q0.back().op.a.id == 3);
+
+  emu.run_all();
+  const auto want = sum_of(ramp(160, 0), ramp(160, 1000));
+  CHECK(emu.on(sim0, 3) == want);
+  CHECK(emu.on(sim1, 4) == want);
+  CHECK(emu.on(sim0, 10) == want);
+  const auto ops = r.ops_of(sim0);
+  std::size_t last_piece = 0, relu = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].out.id == 3)
+      last_piece = i;
+    if (ops[i].kind == ag::op_kind::relu)
+      relu = i;
+  }
+  CHECK(relu > last_piece);
+  CHECK(pieces_into(r, sim0, 3) == "0+64/160 64+64/160 128+32/160");
+  CHECK_FALSE(r.out.answer_of(s).code);
+  CHECK(r.plan.store().live_bytes() == 1536); // #9 alone
+
+  // Its deadline, when it comes, changes nothing.
+  r.plan.expire(store_wait);
+  CHECK(r.plan.tensor(3)->failure.empty());
+  CHECK(r.plan.tensor(4)->failure.empty());
+}
+
+TEST_CASE("a collective with no store room and no acknowledgement to wait for fails with store "
+          "full",
+          "[planner][collectives]") {
+  rig r{setup_of(small_store)};
+  emulator emu{r};
+  two_device_parts(r, emu, 160);
+  r.submit(upload(cpu, 9, filled(768, 9.0f))); // the whole store
+  REQUIRE(r.plan.store().live_bytes() == small_store);
+  REQUIRE(r.plan.pending_frees() == 0);
+  r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1}, {3, 4},
+                      {sim0, sim1}, 160));
+  CHECK(r.plan.held() == 0);
+  const std::string why = "store full: a chunk of all_reduce of #1,#2 (2 x 160 elements) needs "
+                          "768 bytes; 3072 of 3072 bytes are held (graph_option::store_bytes)";
+  for (ag::operand_id id : {3, 4}) {
+    INFO("result #" << id);
+    const auto* t = r.plan.tensor(id);
+    REQUIRE(t != nullptr);
+    CHECK(t->failure == why);
+    CHECK_FALSE(t->placed); // never created on its device
+  }
+  r.drain();
+  CHECK(r.plan.lane(sim0).issued == 1);
+  CHECK(r.plan.lane(sim1).issued == 1);
+  CHECK(r.plan.lane(cpu).issued == 0);
+  const auto s = r.sync();
+  CHECK(r.out.answer_of(s).code == ag::errc::device_failed);
+  CHECK(r.out.answer_of(s).what == why);
+}
+
+TEST_CASE("a collective still waiting for store room at its deadline fails with store full and "
+          "fills the rest of its results with NaN",
+          "[planner][collectives]") {
+  rig r{setup_of(small_store)};
+  emulator emu{r};
+  pressured_all_reduce(r, emu);
+  REQUIRE(r.plan.held() == 1);
+  const uint64_t store_wait = r.out.last_expiring;
+  r.submit(compute(ag::op_kind::relu, sim0, 10, 3, 0, 160));
+  r.drain();
+
+  r.plan.expire(store_wait);
+  CHECK(r.plan.held() == 0);
+  const std::string why = "store full: a chunk of all_reduce of #1,#2 (2 x 160 elements) needs "
+                          "384 bytes; 3072 of 3072 bytes are held (graph_option::store_bytes); no "
+                          "acknowledgement freed enough within 500 ms";
+  CHECK(r.plan.tensor(3)->failure == why);
+  CHECK(r.plan.tensor(4)->failure == why);
+  CHECK(r.plan.tensor(3)->placed); // partly made: whole, with NaN for the rest
+  CHECK_THAT(r.plan.tensor(10)->failure, Contains("input #3 failed: " + why));
+  for (uint32_t l : {sim0, sim1}) {
+    INFO("lane " << l);
+    const auto& e = r.plan.lane(l).queue.back();
+    CHECK(e.op.kind == ag::op_kind::fill);
+    CHECK(std::isnan(e.op.scalar));
+    CHECK(fields(e.op)
+          == fields(ag::op_desc{ag::op_kind::fill, {l == sim0 ? 3u : 4u, no_offset}, {}, {}, 32,
+                                128, 0, 160}));
+  }
+  emu.run_all();
+  for (auto [l, id] : std::vector<std::pair<uint32_t, ag::operand_id>>{{sim0, 3}, {sim1, 4}}) {
+    INFO("result #" << id);
+    const auto& v = emu.on(l, id);
+    REQUIRE(v.size() == 160);
+    CHECK(slice(v, 0, 128) == slice(sum_of(ramp(160, 0), ramp(160, 1000)), 0, 128));
+    CHECK(all_nan(slice(v, 128, 32)));
+  }
+  CHECK(emu.mem[sim0].count(10) == 0); // never run
+  const auto s = r.sync();
+  CHECK(r.out.answer_of(s).code == ag::errc::device_failed);
+  CHECK_THAT(r.out.answer_of(s).what, StartsWith(why));
+  CHECK(r.plan.store().live_bytes() == 1536);
+}
+
+TEST_CASE("a collective whose cpu result finds no store room issues no operator",
+          "[planner][collectives]") {
+  rig r{setup_of(small_store)};
+  emulator emu{r};
+  r.submit(upload(cpu, 1, ramp(160, 0)));       // ranges 0-2
+  r.submit(upload(cpu, 9, filled(576, 9.0f)));  // ranges 3-11: the store is full
+  REQUIRE(r.plan.store().live_bytes() == small_store);
+  REQUIRE(r.plan.pending_frees() == 0);
+  // A broadcast from a cpu part needs no staging range: only the cpu result's range, which the
+  // store does not have, and nothing will free one.
+  r.submit(collective(ag::collective_kind::broadcast, {1}, {cpu}, {3, 4}, {cpu, sim1}, 160));
+  CHECK(r.plan.held() == 0);
+  const std::string why = "store full: broadcast of #1 (1 x 160 elements to 2 devices) needs 640 "
+                          "bytes; 3072 of 3072 bytes are held (graph_option::store_bytes)";
+  for (ag::operand_id id : {3, 4}) {
+    INFO("result #" << id);
+    const auto* t = r.plan.tensor(id);
+    REQUIRE(t != nullptr);
+    CHECK(t->failure == why);
+    CHECK_FALSE(t->placed);
+  }
+  r.drain();
+  // Nothing is left to do for results that failed; above all nothing writes the store where no
+  // range was given.
+  CHECK(r.plan.lane(cpu).issued == 0);
+  CHECK(r.plan.lane(sim1).issued == 0);
+  for (const auto& op : r.ops_of(cpu)) {
+    INFO(fields(op));
+    CHECK(op.out.on_host());
+    if (op.out.on_host())
+      CHECK(op.out.offset % ag::store_allocator::alignment == 0);
+  }
+  emu.run_all();
+  CHECK(r.floats_at(0, 160) == ramp(160, 0));
+  CHECK(r.floats_at(r.plan.tensor(9)->offset, 576) == filled(576, 9.0f));
+  const auto s = r.sync();
+  CHECK(r.out.answer_of(s).code == ag::errc::device_failed);
+  CHECK_THAT(r.out.answer_of(s).what, StartsWith(why));
+}
+
+// -- failures -------------------------------------------------------------------------------------
+
+TEST_CASE("a collective over an input of a failed lane fails at once naming the device",
+          "[planner][collectives]") {
+  rig r;
+  emulator emu{r};
+  r.submit(upload(sim0, 1, {1, 2, 3, 4}));
+  r.submit(upload(sim1, 2, {10, 20, 30, 40}));
+  emu.run_all();
+  std::string lane_why;
+  SECTION("the lane reported a failure") {
+    r.plan.failed(sim0, 2, "copy: bad launch");
+    lane_why = "sim:0: copy: bad launch";
+  }
+  SECTION("the lane's runner went down") {
+    r.plan.lane_down(sim0, "runner of sim:0 stopped: exited with code 3");
+    lane_why = "runner of sim:0 stopped: exited with code 3";
+  }
+  REQUIRE(r.plan.lane(sim0).failed == lane_why);
+  REQUIRE(r.plan.tensor(1)->failure == lane_why);
+
+  r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1}, {3, 4}, {sim1, cpu},
+                      4));
+  CHECK(r.plan.held() == 0);
+  const std::string why = "all_reduce of #1,#2 (2 x 4 elements): input #1 failed: " + lane_why;
+  for (ag::operand_id id : {3, 4}) {
+    INFO("result #" << id);
+    const auto* t = r.plan.tensor(id);
+    REQUIRE(t != nullptr);
+    CHECK(t->failure == why);
+    CHECK_FALSE(t->placed);
+  }
+  r.drain();
+  CHECK(r.plan.lane(sim1).issued == 1); // nothing was placed
+  CHECK(r.plan.lane(cpu).issued == 0);
+  CHECK(r.plan.store().live_bytes() == 0);
+  const auto f = r.fetch(4);
+  CHECK(r.out.answer_of(f).code == ag::errc::device_failed);
+  CHECK(r.out.answer_of(f).what == why);
+  const auto s = r.sync();
+  CHECK(r.out.answer_of(s).code == ag::errc::device_failed);
+  CHECK_THAT(r.out.answer_of(s).what, Contains(lane_why));
+}
+
+TEST_CASE("a part lane failing while an all_gather is partly placed taints every result and fills "
+          "the rest of the healthy one with NaN",
+          "[planner][collectives]") {
+  rig r{setup_of(small_store)};
+  emulator emu{r};
+  two_device_parts(r, emu, 160);
+  r.submit(upload(cpu, 9, filled(640, 9.0f))); // two ranges left: two chunks of 64
+  r.submit(collective(ag::collective_kind::all_gather, {1, 2}, {sim0, sim1}, {3, 4}, {sim1, sim0},
+                      160));
+  REQUIRE(r.plan.held() == 1);
+  r.drain();
+  // sim:0 stages its part's first two chunks and copies them into #4; sim:1's copies into #3
+  // wait for the staging.
+  REQUIRE(r.out.batches(sim0) == 2);
+  CHECK(r.out.runs[sim0].back().ops.size() == 4);
+  CHECK(r.out.batches(sim1) == 1);
+  CHECK(r.plan.lane(sim1).queue.size() == 2);
+
+  r.plan.failed(sim0, 2, "copy: bad launch");
+  emu.dead.insert(sim0);
+  const std::string lane_why = "sim:0: copy: bad launch";
+  CHECK(r.plan.tensor(4)->failure == lane_why); // on the failed lane
+  CHECK(r.plan.tensor(3)->failure == lane_why); // waited for it
+  // sim:1's copies became NaN fills of the same pieces, and were sent at once.
+  REQUIRE(r.out.batches(sim1) == 2);
+  const auto& stand_ins = r.out.runs[sim1].back().ops;
+  REQUIRE(stand_ins.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(fields(stand_ins[i])
+          == fields(ag::op_desc{ag::op_kind::fill, {3, no_offset}, {}, {}, 64, 64 * i, 0, 320}));
+    CHECK(std::isnan(stand_ins[i].scalar));
+  }
+  CHECK(r.plan.held() == 1); // its ranges free once sim:1 ran the stand-ins
+
+  REQUIRE(emu.step(sim1));
+  CHECK(r.plan.held() == 0);
+  // The rest of #3 is NaN, so that it is whole on its device.
+  const auto& rest = r.plan.lane(sim1).queue;
+  REQUIRE(rest.size() == 1);
+  CHECK(fields(rest.back().op)
+        == fields(ag::op_desc{ag::op_kind::fill, {3, no_offset}, {}, {}, 192, 128, 0, 320}));
+  CHECK(std::isnan(rest.back().op.scalar));
+  const auto s = r.sync();
+  emu.run_all();
+  CHECK(r.plan.lane(sim1).queue.empty());
+  CHECK(r.plan.lane(cpu).queue.empty());
+  const auto& v = emu.on(sim1, 3);
+  CHECK(v.size() == 320);
+  CHECK(all_nan(v));
+  for (ag::operand_id id : {3, 4})
+    CHECK_THAT(r.plan.tensor(id)->failure, Contains(lane_why));
+  CHECK(r.out.answer_of(s).code == ag::errc::device_failed);
+  CHECK_THAT(r.out.answer_of(s).what, Contains(lane_why));
+  CHECK(r.plan.pending_frees() == 0);
+  CHECK(r.plan.store().live_bytes() == 2560); // #9 alone
+}
+
+TEST_CASE("an all_reduce placed whole before a part lane fails taints every result",
+          "[planner][collectives]") {
+  rig r;
+  emulator emu{r};
+  r.submit(upload(sim0, 1, {1, 2, 3, 4}));
+  r.submit(upload(sim1, 2, {10, 20, 30, 40}));
+  emu.run_all();
+  r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1}, {3, 4}, {cpu, sim1},
+                      4));
+  REQUIRE(r.plan.held() == 0);
+  r.drain();
+  REQUIRE(emu.step(sim1)); // sim:1 staged its part; sim:0 never will
+  r.drain();
+  CHECK(r.out.batches(cpu) == 0);
+
+  r.plan.failed(sim0, 2, "copy: bad launch");
+  emu.dead.insert(sim0);
+  const std::string lane_why = "sim:0: copy: bad launch";
+  // The sum waited for sim:0: it became a NaN fill of the accumulator, sent at once.
+  REQUIRE(r.out.batches(cpu) == 1);
+  const auto& ops = r.out.runs[cpu][0].ops;
+  REQUIRE(ops.size() == 2);
+  CHECK(ops[0].kind == ag::op_kind::fill);
+  CHECK(std::isnan(ops[0].scalar));
+  CHECK(ops[0].out.id == 0);
+  CHECK(ops[1].kind == ag::op_kind::copy);
+  CHECK(ops[1].out.id == 3);
+  emu.run_all();
+  CHECK(all_nan(emu.on(sim1, 4)));
+  CHECK(all_nan(r.floats_at(r.plan.tensor(3)->offset, 4)));
+  // What holds NaN must not read as healthy.
+  CHECK_THAT(r.plan.tensor(3)->failure, Contains(lane_why));
+  CHECK_THAT(r.plan.tensor(4)->failure, Contains(lane_why));
+  const auto f = r.fetch(3);
+  CHECK(r.out.answer_of(f).code == ag::errc::device_failed);
+  const auto s = r.sync();
+  CHECK(r.out.answer_of(s).code == ag::errc::device_failed);
+  CHECK_THAT(r.out.answer_of(s).what, Contains(lane_why));
+  CHECK(r.plan.pending_frees() == 0);
+}
+
+// -- credits --------------------------------------------------------------------------------------
+
+TEST_CASE("the credit of a collective comes back once its first result's lane ran its last "
+          "operator of it",
+          "[planner][collectives]") {
+  auto s = setup_of();
+  s.flow = lanes_flow();
+  auto fc = s.flow;
+  rig r{std::move(s)};
+  emulator emu{r};
+  REQUIRE(fc->acquire(sim0, 16, 0ms).empty());
+  r.submit(upload(sim0, 1, {1, 2, 3, 4}));
+  REQUIRE(fc->acquire(sim1, 16, 0ms).empty());
+  r.submit(upload(sim1, 2, {10, 20, 30, 40}));
+  emu.run_all();
+  REQUIRE(fc->stats().ops == std::vector<uint64_t>{0, 0, 0});
+
+  REQUIRE(fc->acquire(sim1, 0, 0ms).empty()); // charged to the first result's lane
+  r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1}, {3, 4}, {sim1, sim0},
+                      4));
+  r.drain();
+  CHECK(fc->stats().ops == std::vector<uint64_t>{0, 0, 1});
+  REQUIRE(emu.step(sim0)); // staging
+  REQUIRE(emu.step(sim1)); // staging
+  CHECK(fc->stats().ops == std::vector<uint64_t>{0, 0, 1});
+  REQUIRE(emu.step(cpu)); // the sum
+  CHECK(fc->stats().ops == std::vector<uint64_t>{0, 0, 1});
+  REQUIRE(emu.step(sim0)); // the copy into #4
+  CHECK(fc->stats().ops == std::vector<uint64_t>{0, 0, 1});
+  REQUIRE(emu.step(sim1)); // the copy into #3: sim:1's last operator of it
+  CHECK(fc->stats().ops == std::vector<uint64_t>{0, 0, 0});
+  CHECK(emu.on(sim1, 3) == std::vector<float>{11, 22, 33, 44});
+}
+
+TEST_CASE("a collective that fails before it starts gives its credit back at once",
+          "[planner][collectives]") {
+  auto s = setup_of();
+  s.flow = lanes_flow();
+  auto fc = s.flow;
+  rig r{std::move(s)};
+  REQUIRE(fc->acquire(sim1, 0, 0ms).empty());
+  r.submit(collective(ag::collective_kind::broadcast, {99}, {sim0}, {3, 4}, {sim1, cpu}, 4));
+  CHECK(fc->stats().ops == std::vector<uint64_t>{0, 0, 0});
+  CHECK(r.plan.tensor(3)->failure
+        == "broadcast of #99 (1 x 4 elements to 2 devices): operand #99 does not exist");
+  r.drain();
+  CHECK(r.out.runs.empty());
+}
+
+// -- releases -------------------------------------------------------------------------------------
+
+TEST_CASE("a release of an input of a collective waiting for store room waits until the "
+          "collective is placed",
+          "[planner][collectives]") {
+  rig r{setup_of(small_store)};
+  emulator emu{r};
+  pressured_all_reduce(r, emu);
+  REQUIRE(r.plan.held() == 1);
+  r.plan.release(1);
+  CHECK(r.plan.held() == 2);
+  REQUIRE(r.plan.tensor(1) != nullptr);
+  for (const auto& e : r.plan.lane(sim0).queue)
+    CHECK_FALSE(e.release);
+
+  emu.run_all();
+  CHECK(r.plan.held() == 0);
+  CHECK(r.plan.tensor(1) == nullptr);
+  CHECK(pieces_from(r, sim0, 1) == "0+64/160 64+64/160 128+32/160");
+  // sim:0's release of #1 came after every staging copy that reads it.
+  const auto& batches = r.out.runs[sim0];
+  std::size_t release_batch = batches.size(), last_read = 0;
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    for (const auto& op : batches[i].ops)
+      if (op.a.id == 1)
+        last_read = i;
+    for (auto id : batches[i].no_hold)
+      if (id == 1)
+        release_batch = i;
+  }
+  REQUIRE(release_batch < batches.size());
+  CHECK(release_batch >= last_read);
+  CHECK(emu.released == std::vector<std::pair<uint32_t, ag::operand_id>>{{sim0, 1}});
+  CHECK(emu.mem[sim0].count(1) == 0);
+  CHECK(emu.on(sim0, 3) == sum_of(ramp(160, 0), ramp(160, 1000)));
+}
+
+// -- direct paths between peer lanes --------------------------------------------------------------
+
+namespace {
+
+constexpr ag::operand_id own_ids = ag::operand_id{1} << 62; // the planner's own operands
+
+// Makes every two lanes of `group` peers of each other (and no others).
+ag::planner_setup with_peers(ag::planner_setup s, std::vector<uint32_t> group) {
+  const std::size_t n = s.devices.size();
+  s.peers.assign(n, std::vector<bool>(n, false));
+  for (uint32_t a : group)
+    for (uint32_t b : group)
+      if (a != b)
+        s.peers.at(a).at(b) = true;
+  return s;
+}
+
+ag::op_request move_to(uint32_t lane, ag::operand_id out, ag::operand_id a, uint64_t count) {
+  ag::op_request r;
+  r.kind = ag::op_kind::copy;
+  r.where = dev(lane);
+  r.out = out;
+  r.a = a;
+  r.count = count;
+  return r;
+}
+
+std::string peer_copy_fields(ag::operand_id out, ag::operand_id a, uint64_t count, uint32_t from,
+                             uint64_t first = 0, uint64_t total = 0) {
+  return fields(ag::op_desc{ag::op_kind::peer_copy, {out, no_offset}, {a, no_offset}, {}, count,
+                            first, from, total});
+}
+
+std::string peer_sum_fields(ag::operand_id out, uint64_t group, uint64_t count, uint64_t first,
+                            uint64_t parts) {
+  return fields(
+    ag::op_desc{ag::op_kind::peer_sum, {out, no_offset}, {0, group}, {}, count, first, parts, 0});
+}
+
+// "lane:#id ..." of the k peer_entry records in the store at offset.
+std::string group_at(const rig& r, uint64_t offset, uint64_t k) {
+  REQUIRE(offset <= r.store.size());
+  REQUIRE(k * sizeof(ag::peer_entry) <= r.store.size() - offset);
+  std::vector<ag::peer_entry> g(k);
+  std::memcpy(g.data(), r.store.data() + offset, k * sizeof(ag::peer_entry));
+  std::string s;
+  for (const auto& e : g)
+    s += (s.empty() ? "" : " ") + std::to_string(e.lane) + ":#" + std::to_string(e.id)
+         + (e.reserved == 0 ? "" : "(reserved " + std::to_string(e.reserved) + ")");
+  return s;
+}
+
+std::string ids_str(const std::vector<ag::operand_id>& ids) {
+  std::string s;
+  for (auto id : ids)
+    s += (s.empty() ? "#" : " #") + std::to_string(id);
+  return s;
+}
+
+bool is_peer_op(const ag::op_desc& op) {
+  return op.kind == ag::op_kind::peer_copy || op.kind == ag::op_kind::peer_sum;
+}
+
+std::size_t peer_ops(const rig& r) {
+  std::size_t n = 0;
+  for (uint32_t l = 0; l < r.lanes; ++l)
+    for (const auto& op : r.ops_of(l))
+      n += is_peer_op(op) ? 1 : 0;
+  return n;
+}
+
+// True when op reads memory of lane `of` where it lies (a peer_copy from it, a peer_sum whose
+// group names it).
+bool reads_lane(const rig& r, const ag::op_desc& op, uint32_t of) {
+  if (op.kind == ag::op_kind::peer_copy)
+    return op.k == of;
+  if (op.kind != ag::op_kind::peer_sum)
+    return false;
+  std::vector<ag::peer_entry> g(op.k);
+  REQUIRE(op.a.offset + op.k * sizeof(ag::peer_entry) <= r.store.size());
+  std::memcpy(g.data(), r.store.data() + op.a.offset, op.k * sizeof(ag::peer_entry));
+  for (const auto& e : g)
+    if (e.lane == of)
+      return true;
+  return false;
+}
+
+std::vector<float> concat(const std::vector<std::vector<float>>& parts) {
+  std::vector<float> v;
+  for (const auto& p : parts)
+    v.insert(v.end(), p.begin(), p.end());
+  return v;
+}
+
+// Part i (i = 0.. of lanes) is #(i + 1) on lanes[i]: ramp(count, 100 * (i + 1)) (or, with
+// negative, alternating signs), uploaded and acknowledged: the store is empty again.
+std::vector<std::vector<float>> peer_parts(rig& r, emulator& emu, const std::vector<uint32_t>& lanes,
+                                           uint64_t count) {
+  std::vector<std::vector<float>> parts;
+  for (std::size_t i = 0; i < lanes.size(); ++i) {
+    parts.push_back(ramp(count, 100.0f * static_cast<float>(i + 1)));
+    r.submit(upload(lanes[i], i + 1, parts.back()));
+  }
+  emu.run_all();
+  REQUIRE(r.plan.store().live_bytes() == 0);
+  return parts;
+}
+
+std::vector<float> sum_all(const std::vector<std::vector<float>>& parts) {
+  std::vector<float> v = parts.front();
+  for (std::size_t i = 1; i < parts.size(); ++i)
+    v = sum_of(v, parts[i]);
+  return v;
+}
+
+void all_queues_empty(const rig& r) {
+  for (uint32_t l = 0; l < r.lanes; ++l) {
+    INFO("lane " << l);
+    CHECK(r.plan.lane(l).queue.empty());
+  }
+}
+
+} // namespace
+
+TEST_CASE("a move between peer lanes is one peer_copy on the destination after the source's "
+          "writer and the source's release waits for it",
+          "[planner][peers]") {
+  rig r{with_peers(setup_of(), {sim0, sim1})};
+  emulator emu{r};
+  r.submit(upload(sim0, 1, {1, 2, 3, 4})); // not run yet: the move must wait for it
+  const std::size_t live = r.plan.store().live_bytes();
+  REQUIRE(live == ag::store_allocator::alignment); // the upload's staging range
+
+  r.submit(move_to(sim1, 2, 1, 4));
+  CHECK(r.plan.held() == 0);
+  CHECK(r.plan.store().live_bytes() == live); // the move takes no store range
+  CHECK(r.plan.pending_frees() == 1);          // the upload's, only
+  const auto& q1 = r.plan.lane(sim1).queue;
+  REQUIRE(q1.size() == 1);
+  CHECK(fields(q1[0].op) == peer_copy_fields(2, 1, 4, sim0));
+  CHECK(deps_str(q1[0].deps) == "1:1");
+  CHECK(r.plan.lane(sim0).queue.size() == 1); // the upload's copy in: nothing staged from #1
+  const auto* t = r.plan.tensor(2);
+  REQUIRE(t != nullptr);
+  CHECK(t->lane == sim1);
+  CHECK(t->bytes == 16);
+  CHECK(t->placed);
+  CHECK(t->writer.lane == sim1);
+  CHECK(t->writer.index == 1);
+  CHECK(deps_str(r.plan.tensor(1)->readers) == "2:1");
+
+  r.drain();
+  CHECK(r.out.batches(sim1) == 0); // #1 is not written yet
+  REQUIRE(r.out.batches(sim0) == 1);
+
+  // The user lets go of #1 while its reader has not run: the release waits for it.
+  r.plan.release(1);
+  CHECK(r.plan.tensor(1) == nullptr);
+  const auto& q0 = r.plan.lane(sim0).queue;
+  REQUIRE(q0.size() == 1);
+  CHECK(q0.back().release);
+  CHECK(q0.back().released == 1);
+  CHECK(deps_str(q0.back().deps) == "2:1");
+  r.drain();
+  CHECK(r.out.batches(sim0) == 1);
+
+  REQUIRE(emu.step(sim0)); // #1 written
+  r.drain();
+  REQUIRE(r.out.batches(sim1) == 1);
+  CHECK(r.out.runs[sim1][0].ops.size() == 1);
+  CHECK(r.out.batches(sim0) == 1); // the release still waits for the copy
+  CHECK(emu.released.empty());
+
+  REQUIRE(emu.step(sim1)); // the copy ran
+  r.drain();
+  REQUIRE(r.out.batches(sim0) == 2);
+  CHECK(r.out.runs[sim0][1].ops.empty());
+  CHECK(r.out.runs[sim0][1].no_hold == std::vector<ag::operand_id>{1});
+  emu.run_all();
+  CHECK(emu.released == std::vector<std::pair<uint32_t, ag::operand_id>>{{sim0, 1}});
+  CHECK(emu.mem[sim0].count(1) == 0);
+  CHECK(emu.on(sim1, 2) == std::vector<float>{1, 2, 3, 4});
+  CHECK(r.ops_of(cpu).empty());
+  CHECK(r.ops_of(sim1).size() == 1);
+  CHECK(r.plan.store().live_bytes() == 0);
+  CHECK(r.plan.pending_frees() == 0);
+  all_queues_empty(r);
+  const auto s = r.sync();
+  CHECK_FALSE(r.out.answer_of(s).code);
+}
+
+TEST_CASE("a move between peer lanes larger than half the store is one peer_copy and no pieces",
+          "[planner][peers]") {
+  rig r{with_peers(setup_of(small_store), {sim0, sim1})};
+  emulator emu{r};
+  r.submit(upload(sim0, 1, ramp(1000, 3))); // 4000 bytes: in pieces through the store
+  emu.run_all();
+  REQUIRE(r.plan.store().live_bytes() == 0);
+  REQUIRE(r.plan.held() == 0);
+  const std::size_t sim0_ops = r.ops_of(sim0).size();
+
+  r.submit(move_to(sim1, 2, 1, 1000));
+  CHECK(r.plan.held() == 0); // not streamed in pieces
+  CHECK(r.plan.store().live_bytes() == 0);
+  const auto& q1 = r.plan.lane(sim1).queue;
+  REQUIRE(q1.size() == 1);
+  CHECK(fields(q1[0].op) == peer_copy_fields(2, 1, 1000, sim0));
+  CHECK(r.plan.lane(sim0).queue.empty());
+  CHECK(r.plan.tensor(2)->bytes == 4000);
+
+  emu.run_all();
+  CHECK(emu.on(sim1, 2) == ramp(1000, 3));
+  CHECK(r.ops_of(sim1).size() == 1);
+  CHECK(r.ops_of(sim0).size() == sim0_ops); // nothing staged from #1
+  CHECK(pieces_from(r, sim0, 1).empty());
+  CHECK(r.plan.store().live_bytes() == 0);
+  const auto s = r.sync();
+  CHECK_FALSE(r.out.answer_of(s).code);
+}
+
+TEST_CASE("a move between a peer pair and a device or the cpu that is no peer goes through the "
+          "store",
+          "[planner][peers]") {
+  rig r{with_peers(setup_of(64 << 10, 4), {sim0, sim1})}; // sim:2 (lane 3) is no peer
+  emulator emu{r};
+  r.submit(upload(sim0, 1, {1, 2, 3, 4}));
+  emu.run_all();
+  REQUIRE(r.plan.store().live_bytes() == 0);
+
+  SECTION("to the other of the pair") {
+    r.submit(move_to(sim1, 2, 1, 4));
+    CHECK(r.plan.store().live_bytes() == 0);
+    REQUIRE(r.plan.lane(sim1).queue.size() == 1);
+    CHECK(fields(r.plan.lane(sim1).queue[0].op) == peer_copy_fields(2, 1, 4, sim0));
+    emu.run_all();
+    CHECK(emu.on(sim1, 2) == std::vector<float>{1, 2, 3, 4});
+    CHECK(peer_ops(r) == 1);
+  }
+  SECTION("to a device that is no peer") {
+    r.submit(move_to(sim2, 2, 1, 4));
+    CHECK(r.plan.store().live_bytes() == ag::store_allocator::alignment); // a staging range
+    const auto& q0 = r.plan.lane(sim0).queue;
+    const auto& q3 = r.plan.lane(sim2).queue;
+    REQUIRE(q0.size() == 1);
+    REQUIRE(q3.size() == 1);
+    CHECK(fields(q0[0].op) == copy_fields({0, 0}, {1, no_offset}, 4));
+    CHECK(fields(q3[0].op) == copy_fields({2, no_offset}, {0, 0}, 4));
+    CHECK(deps_str(q3[0].deps) == "1:2");
+    emu.run_all();
+    CHECK(emu.on(sim2, 2) == std::vector<float>{1, 2, 3, 4});
+    CHECK(peer_ops(r) == 0);
+  }
+  SECTION("from a device that is no peer to one of the pair") {
+    r.submit(move_to(sim2, 2, 1, 4));
+    emu.run_all();
+    r.submit(move_to(sim1, 3, 2, 4));
+    CHECK(r.plan.store().live_bytes() == ag::store_allocator::alignment);
+    REQUIRE(r.plan.lane(sim1).queue.size() == 1);
+    CHECK(r.plan.lane(sim1).queue[0].op.kind == ag::op_kind::copy);
+    CHECK(r.plan.lane(sim1).queue[0].op.a.on_host());
+    emu.run_all();
+    CHECK(emu.on(sim1, 3) == std::vector<float>{1, 2, 3, 4});
+    CHECK(peer_ops(r) == 0);
+  }
+  SECTION("to the cpu") {
+    r.submit(move_to(cpu, 2, 1, 4));
+    const auto* t = r.plan.tensor(2);
+    REQUIRE(t != nullptr);
+    CHECK(t->lane == cpu);
+    CHECK(t->offset == 0);
+    REQUIRE(r.plan.lane(sim0).queue.size() == 1);
+    CHECK(fields(r.plan.lane(sim0).queue[0].op) == copy_fields({2, 0}, {1, no_offset}, 4));
+    emu.run_all();
+    CHECK(r.floats_at(0, 4) == std::vector<float>{1, 2, 3, 4});
+    CHECK(peer_ops(r) == 0);
+    CHECK(r.plan.store().live_bytes() == ag::store_allocator::alignment); // the cpu tensor
+  }
+  const auto s = r.sync();
+  CHECK_FALSE(r.out.answer_of(s).code);
+}
+
+TEST_CASE("a one-shot all_reduce between peers is one peer_sum per lane over a group the planner "
+          "wrote in the store",
+          "[planner][collectives]") {
+  rig r{with_peers(setup_of(64 << 10, 4), {sim0, sim1, sim2})};
+  emulator emu{r};
+  std::vector<uint32_t> lanes;
+  std::string group_want;
+  SECTION("two peers") {
+    lanes = {sim0, sim1};
+    group_want = "1:#1 2:#2";
+  }
+  SECTION("three peers") {
+    lanes = {sim0, sim1, sim2};
+    group_want = "1:#1 2:#2 3:#3";
+  }
+  const uint64_t count = 5;
+  const auto parts = peer_parts(r, emu, lanes, count);
+  const uint64_t w = lanes.size();
+  std::vector<ag::operand_id> ins, outs;
+  for (uint64_t i = 0; i < w; ++i) {
+    ins.push_back(i + 1);
+    outs.push_back(11 + i);
+  }
+  r.submit(collective(ag::collective_kind::all_reduce, ins, lanes, outs, lanes, count));
+  CHECK(r.plan.held() == 0);
+  CHECK(r.plan.store().live_bytes() == ag::store_allocator::alignment); // the group alone
+  CHECK(r.plan.pending_frees() == 1);
+  CHECK(r.plan.lane(cpu).queue.empty());
+  uint64_t group = no_offset;
+  for (uint64_t i = 0; i < w; ++i) {
+    const uint32_t l = lanes[i];
+    INFO("lane " << l);
+    const auto& q = r.plan.lane(l).queue;
+    REQUIRE(q.size() == 1);
+    if (i == 0)
+      group = q[0].op.a.offset;
+    CHECK(fields(q[0].op) == peer_sum_fields(outs[i], group, count, 0, w));
+    std::string deps; // every other lane's part writer (its upload, operator 1)
+    for (uint32_t o : lanes)
+      if (o != l)
+        deps += (deps.empty() ? "" : " ") + std::to_string(o) + ":1";
+    CHECK(deps_str(q[0].deps) == deps);
+    CHECK(ids_str(q[0].sources) == ids_str(ins));
+    const auto* t = r.plan.tensor(outs[i]);
+    REQUIRE(t != nullptr);
+    CHECK(t->lane == l);
+    CHECK(t->bytes == count * sizeof(float));
+    CHECK(t->placed);
+    CHECK(t->failure.empty());
+    CHECK(t->writer.lane == l);
+    CHECK(t->writer.index == 2);
+  }
+  REQUIRE(group != no_offset);
+  CHECK(group_at(r, group, w) == group_want);
+  std::string readers; // every lane's peer_sum reads every part
+  for (uint32_t l : lanes)
+    readers += (readers.empty() ? "" : " ") + std::to_string(l) + ":2";
+  for (auto id : ins)
+    CHECK(deps_str(r.plan.tensor(id)->readers) == readers);
+
+  emu.run_all();
+  const auto want = sum_all(parts);
+  for (uint64_t i = 0; i < w; ++i) {
+    INFO("result #" << outs[i]);
+    CHECK(emu.on(lanes[i], outs[i]) == want);
+    CHECK(r.ops_of(lanes[i]).size() == 2); // the upload's copy and the peer_sum
+  }
+  CHECK(r.ops_of(cpu).empty());
+  CHECK(r.plan.store().live_bytes() == 0);
+  CHECK(r.plan.pending_frees() == 0);
+  all_queues_empty(r);
+  const auto s = r.sync();
+  CHECK_FALSE(r.out.answer_of(s).code);
+}
+
+TEST_CASE("a two-shot all_reduce between peers sums one block per lane then gathers every block "
+          "and releases the blocks after their readers",
+          "[planner][collectives]") {
+  auto setup = with_peers(setup_of(64 << 10, 4), {sim0, sim1, sim2});
+  setup.one_shot_bytes = 4; // one element: anything longer is two-shot
+  rig r{std::move(setup)};
+  emulator emu{r};
+  std::vector<uint32_t> lanes;
+  uint64_t count = 0;
+  uint64_t blocks_want = 0;
+  SECTION("a count not divisible by the parts") {
+    lanes = {sim0, sim1, sim2};
+    count = 10; // blocks of 4, 4 and 2
+    blocks_want = 3;
+  }
+  SECTION("a count smaller than the parts") {
+    lanes = {sim0, sim1, sim2};
+    count = 2; // blocks of 1: sim:2 sums none
+    blocks_want = 2;
+  }
+  SECTION("two parts") {
+    lanes = {sim1, sim0}; // block 0 on sim:1
+    count = 7;            // blocks of 4 and 3
+    blocks_want = 2;
+  }
+  const auto parts = peer_parts(r, emu, lanes, count);
+  const uint64_t w = lanes.size();
+  const uint64_t block = (count + w - 1) / w;
+  std::vector<ag::operand_id> ins, outs;
+  for (uint64_t i = 0; i < w; ++i) {
+    ins.push_back(i + 1);
+    outs.push_back(11 + i);
+  }
+  r.submit(collective(ag::collective_kind::all_reduce, ins, lanes, outs, lanes, count));
+  CHECK(r.plan.held() == 0);
+  CHECK(r.plan.store().live_bytes() == ag::store_allocator::alignment); // the group alone
+
+  // The sums: block b of every part on lanes[b], into an operand of the planner's own.
+  std::vector<ag::operand_id> blocks;
+  std::vector<uint64_t> sizes;
+  uint64_t group = no_offset;
+  for (uint64_t b = 0; b < w; ++b) {
+    const uint32_t l = lanes[b];
+    INFO("lane " << l << " block " << b);
+    const auto& q = r.plan.lane(l).queue;
+    REQUIRE_FALSE(q.empty());
+    if (b * block >= count) { // no block to sum: its queue starts with the gathers
+      CHECK(q.front().op.kind == ag::op_kind::peer_copy);
+      continue;
+    }
+    const auto& op = q.front().op;
+    REQUIRE(op.kind == ag::op_kind::peer_sum);
+    CHECK(op.out.id >= own_ids);
+    if (group == no_offset)
+      group = op.a.offset;
+    const uint64_t n = std::min(block, count - b * block);
+    CHECK(fields(op) == peer_sum_fields(op.out.id, group, n, b * block, w));
+    CHECK(ids_str(q.front().sources) == ids_str(ins));
+    blocks.push_back(op.out.id);
+    sizes.push_back(n);
+    CHECK(r.plan.tensor(op.out.id) == nullptr); // released at once: on its lane after readers
+  }
+  REQUIRE(blocks.size() == blocks_want);
+  CHECK(std::set<ag::operand_id>(blocks.begin(), blocks.end()).size() == blocks.size());
+  CHECK(group_at(r, group, w) == [&] {
+    std::string g;
+    for (uint64_t i = 0; i < w; ++i)
+      g += (g.empty() ? "" : " ") + std::to_string(lanes[i]) + ":#" + std::to_string(ins[i]);
+    return g;
+  }());
+
+  // The gathers: every lane copies block b, from lanes[b], into its result at b * block, after
+  // that block's sum (operator 2 of lanes[b], after its upload).
+  std::map<uint32_t, std::map<uint64_t, uint64_t>> piece_index; // lane, block -> operator index
+  for (uint64_t i = 0; i < w; ++i) {
+    const uint32_t l = lanes[i];
+    INFO("lane " << l);
+    const auto& q = r.plan.lane(l).queue;
+    const bool sums = i < blocks.size();
+    REQUIRE(q.size() == (sums ? 1 : 0) + blocks.size() + (sums ? 1 : 0));
+    uint64_t index = 1 + (sums ? 1 : 0);
+    for (uint64_t b = 0; b < blocks.size(); ++b) {
+      INFO("piece of block " << b);
+      const auto& e = q[(sums ? 1 : 0) + b];
+      CHECK_FALSE(e.release);
+      CHECK(fields(e.op) == peer_copy_fields(outs[i], blocks[b], sizes[b], lanes[b], b * block,
+                                             count));
+      CHECK(deps_str(e.deps) == (lanes[b] == l ? "" : std::to_string(lanes[b]) + ":2"));
+      piece_index[l][b] = ++index;
+    }
+    const auto* t = r.plan.tensor(outs[i]);
+    REQUIRE(t != nullptr);
+    CHECK(t->bytes == count * sizeof(float));
+    CHECK(t->writer.lane == l);
+    CHECK(t->writer.index == index);
+  }
+  // Then each block's release on its lane, after every other lane's piece of it.
+  for (uint64_t b = 0; b < blocks.size(); ++b) {
+    const uint32_t l = lanes[b];
+    INFO("release of block " << b << " on lane " << l);
+    const auto& e = r.plan.lane(l).queue.back();
+    REQUIRE(e.release);
+    CHECK(e.released == blocks[b]);
+    std::string deps;
+    for (uint32_t o : lanes)
+      if (o != l)
+        deps += (deps.empty() ? "" : " ") + std::to_string(o) + ":"
+                + std::to_string(piece_index[o][b]);
+    CHECK(deps_str(e.deps) == deps);
+  }
+
+  emu.run_all();
+  const auto want = sum_all(parts);
+  for (uint64_t i = 0; i < w; ++i) {
+    INFO("result #" << outs[i]);
+    CHECK(emu.on(lanes[i], outs[i]) == want);
+  }
+  std::vector<std::pair<uint32_t, ag::operand_id>> released_want;
+  for (uint64_t b = 0; b < blocks.size(); ++b)
+    released_want.push_back({lanes[b], blocks[b]});
+  auto released = emu.released;
+  std::sort(released.begin(), released.end());
+  std::sort(released_want.begin(), released_want.end());
+  CHECK(released == released_want);
+  for (uint32_t l : lanes)
+    for (auto id : blocks)
+      CHECK(emu.mem[l].count(id) == 0);
+  CHECK(r.ops_of(cpu).empty());
+  CHECK(r.plan.store().live_bytes() == 0);
+  CHECK(r.plan.pending_frees() == 0);
+  all_queues_empty(r);
+  const auto s = r.sync();
+  CHECK_FALSE(r.out.answer_of(s).code);
+}
+
+TEST_CASE("reduce_scatter all_gather and broadcast between peers are direct and give the right "
+          "values",
+          "[planner][collectives]") {
+  rig r{with_peers(setup_of(64 << 10, 4), {sim0, sim1, sim2})};
+  emulator emu{r};
+  const std::vector<uint32_t> lanes{sim0, sim1, sim2};
+
+  SECTION("reduce_scatter") {
+    const auto parts = peer_parts(r, emu, lanes, 6); // blocks of 2
+    r.submit(collective(ag::collective_kind::reduce_scatter, {1, 2, 3}, lanes, {11, 12, 13},
+                        lanes, 6));
+    CHECK(r.plan.held() == 0);
+    CHECK(r.plan.store().live_bytes() == ag::store_allocator::alignment); // the group
+    uint64_t group = no_offset;
+    for (uint64_t i = 0; i < 3; ++i) {
+      INFO("lane " << lanes[i]);
+      const auto& q = r.plan.lane(lanes[i]).queue;
+      REQUIRE(q.size() == 1);
+      if (group == no_offset)
+        group = q[0].op.a.offset;
+      CHECK(fields(q[0].op) == peer_sum_fields(11 + i, group, 2, 2 * i, 3));
+      CHECK(r.plan.tensor(11 + i)->bytes == 8);
+    }
+    CHECK(group_at(r, group, 3) == "1:#1 2:#2 3:#3");
+    emu.run_all();
+    const auto sum = sum_all(parts);
+    for (uint64_t i = 0; i < 3; ++i)
+      CHECK(emu.on(lanes[i], 11 + i) == slice(sum, 2 * i, 2));
+  }
+  SECTION("all_gather") {
+    const auto parts = peer_parts(r, emu, lanes, 4);
+    r.submit(collective(ag::collective_kind::all_gather, {1, 2, 3}, lanes, {11, 12, 13}, lanes,
+                        4));
+    CHECK(r.plan.held() == 0);
+    CHECK(r.plan.store().live_bytes() == 0); // nothing to sum: no group
+    for (uint64_t i = 0; i < 3; ++i) {
+      INFO("lane " << lanes[i]);
+      const auto& q = r.plan.lane(lanes[i]).queue;
+      REQUIRE(q.size() == 3);
+      for (uint64_t p = 0; p < 3; ++p) {
+        CHECK(fields(q[p].op) == peer_copy_fields(11 + i, p + 1, 4, lanes[p], 4 * p, 12));
+        CHECK(deps_str(q[p].deps) == (lanes[p] == lanes[i] ? "" : std::to_string(lanes[p]) + ":1"));
+      }
+      CHECK(r.plan.tensor(11 + i)->bytes == 48);
+    }
+    emu.run_all();
+    for (uint64_t i = 0; i < 3; ++i)
+      CHECK(emu.on(lanes[i], 11 + i) == concat(parts));
+  }
+  SECTION("broadcast") {
+    r.submit(upload(sim0, 1, ramp(6, 7)));
+    emu.run_all();
+    r.submit(collective(ag::collective_kind::broadcast, {1}, {sim0}, {11, 12}, {sim1, sim2}, 6));
+    CHECK(r.plan.held() == 0);
+    CHECK(r.plan.store().live_bytes() == 0);
+    for (uint32_t l : {sim1, sim2}) {
+      INFO("lane " << l);
+      const auto& q = r.plan.lane(l).queue;
+      REQUIRE(q.size() == 1);
+      CHECK(fields(q[0].op) == peer_copy_fields(l == sim1 ? 11 : 12, 1, 6, sim0));
+      CHECK(deps_str(q[0].deps) == "1:1");
+    }
+    CHECK(r.plan.lane(sim0).queue.empty());
+    CHECK(deps_str(r.plan.tensor(1)->readers) == "2:1 3:1");
+    emu.run_all();
+    CHECK(emu.on(sim1, 11) == ramp(6, 7));
+    CHECK(emu.on(sim2, 12) == ramp(6, 7));
+  }
+  CHECK(r.ops_of(cpu).empty());
+  CHECK(count_kind(r.ops_of(sim0), ag::op_kind::copy) == 1); // the upload's alone
+  CHECK(r.plan.store().live_bytes() == 0);
+  CHECK(r.plan.pending_frees() == 0);
+  all_queues_empty(r);
+  const auto s = r.sync();
+  CHECK_FALSE(r.out.answer_of(s).code);
+}
+
+TEST_CASE("a collective that mixes a peer lane with the cpu or with a device that is no peer goes "
+          "through the store",
+          "[planner][collectives]") {
+  rig r{with_peers(setup_of(64 << 10, 4), {sim0, sim1})}; // sim:2 (lane 3) is no peer
+  emulator emu{r};
+  std::vector<uint32_t> from, to;
+  SECTION("a cpu part") {
+    from = {sim0, cpu};
+    to = {sim0, sim1};
+  }
+  SECTION("a cpu result") {
+    from = {sim0, sim1};
+    to = {sim0, cpu};
+  }
+  SECTION("a part on a device that is no peer") {
+    from = {sim0, sim1, sim2};
+    to = {sim0, sim1, sim2};
+  }
+  SECTION("a result on a device that is no peer") {
+    from = {sim0, sim1};
+    to = {sim1, sim2};
+  }
+  std::vector<std::vector<float>> parts;
+  std::vector<ag::operand_id> ins, outs;
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    parts.push_back(ramp(4, 10.0f * static_cast<float>(i + 1)));
+    r.submit(upload(from[i], i + 1, parts.back()));
+    ins.push_back(i + 1);
+  }
+  for (std::size_t i = 0; i < to.size(); ++i)
+    outs.push_back(11 + i);
+  emu.run_all();
+  r.submit(collective(ag::collective_kind::all_reduce, ins, from, outs, to, 4));
+  CHECK(r.plan.held() == 0);
+  emu.run_all();
+  CHECK(peer_ops(r) == 0);
+  CHECK(count_kind(r.ops_of(cpu), ag::op_kind::add) == from.size() - 1);
+  const auto want = sum_all(parts);
+  for (std::size_t i = 0; i < to.size(); ++i) {
+    INFO("result #" << outs[i] << " on lane " << to[i]);
+    if (to[i] == cpu)
+      CHECK(r.floats_at(r.plan.tensor(outs[i])->offset, 4) == want);
+    else
+      CHECK(emu.on(to[i], outs[i]) == want);
+    CHECK(r.plan.tensor(outs[i])->failure.empty());
+  }
+  const auto s = r.sync();
+  CHECK_FALSE(r.out.answer_of(s).code);
+}
+
+TEST_CASE("a peer lane failing before the direct ops of an all_reduce are dispatched taints every "
+          "result naming the device and leaves nothing undispatched",
+          "[planner][collectives]") {
+  auto setup = with_peers(setup_of(), {sim0, sim1});
+  bool two_shot = false;
+  SECTION("one-shot") {}
+  SECTION("two-shot") {
+    setup.one_shot_bytes = 4;
+    two_shot = true;
+  }
+  rig r{std::move(setup)};
+  emulator emu{r};
+  // The parts' uploads are sent, not run: every direct op of the collective waits for the other
+  // lane's part.
+  r.submit(upload(sim0, 1, ramp(6, 0)));
+  r.submit(upload(sim1, 2, ramp(6, 100)));
+  r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1}, {3, 4}, {sim0, sim1},
+                      6));
+  r.drain();
+  REQUIRE(r.out.batches(sim0) == 1);
+  REQUIRE(r.out.batches(sim1) == 1);
+  CHECK(r.out.runs[sim1][0].ops.size() == 1); // the upload's copy alone
+  const std::size_t sim1_queued = r.plan.lane(sim1).queue.size();
+  CHECK(sim1_queued == (two_shot ? 4 : 1)); // (sum, two pieces, the block's release)
+  const auto s_before = r.sync();
+
+  r.plan.failed(sim0, 1, "copy: bad launch");
+  emu.dead.insert(sim0);
+  const std::string lane_why = "sim:0: copy: bad launch";
+  for (ag::operand_id id : {3, 4}) {
+    INFO("result #" << id);
+    CHECK_THAT(r.plan.tensor(id)->failure, Contains(lane_why));
+  }
+  // sim:1's direct ops that waited for sim:0 became NaN fills, sent at once with the rest.
+  CHECK(r.plan.lane(sim1).queue.empty());
+  REQUIRE(r.out.batches(sim1) == 2);
+  const auto& sent = r.out.runs[sim1][1];
+  for (const auto& op : sent.ops) {
+    INFO(fields(op));
+    CHECK_FALSE(reads_lane(r, op, sim0));
+  }
+  if (two_shot) {
+    // The sum of block 1 and the piece of block 0 (from sim:0) stand in; the piece of block 1
+    // copies the stand-in.
+    REQUIRE(sent.ops.size() == 3);
+    CHECK(sent.ops[0].kind == ag::op_kind::fill);
+    CHECK(std::isnan(sent.ops[0].scalar));
+    CHECK(sent.ops[0].out.id >= own_ids);
+    CHECK(sent.ops[0].count == 3);
+    CHECK(fields(sent.ops[1])
+          == fields(ag::op_desc{ag::op_kind::fill, {4, no_offset}, {}, {}, 3, 0, sim0, 6}));
+    CHECK(std::isnan(sent.ops[1].scalar));
+    CHECK(fields(sent.ops[2]) == peer_copy_fields(4, sent.ops[0].out.id, 3, sim1, 3, 6));
+    CHECK(sent.no_hold == std::vector<ag::operand_id>{sent.ops[0].out.id});
+  } else {
+    REQUIRE(sent.ops.size() == 1);
+    CHECK(sent.ops[0].kind == ag::op_kind::fill);
+    CHECK(std::isnan(sent.ops[0].scalar));
+    CHECK(sent.ops[0].out.id == 4);
+    CHECK(sent.ops[0].count == 6);
+  }
+  CHECK_FALSE(r.out.was_answered(s_before));
+  emu.run_all();
+  CHECK(all_nan(emu.on(sim1, 4)));
+  all_queues_empty(r);
+  CHECK(r.plan.lane(sim1).done == r.plan.lane(sim1).issued);
+  REQUIRE(r.out.was_answered(s_before));
+  CHECK(r.out.answer_of(s_before).code == ag::errc::device_failed);
+  CHECK_THAT(r.out.answer_of(s_before).what, Contains(lane_why));
+  const auto s = r.sync(); // everything is acknowledged: answered at once
+  REQUIRE(r.out.was_answered(s));
+  CHECK(r.plan.pending_frees() == 0);
+  CHECK(r.plan.store().live_bytes() == 0);
+  for (const auto& [l, id] : emu.released)
+    CHECK(l == sim1);
+  CHECK(emu.mem[sim1].size() == 2); // #2 and #4 (two-shot: its block is gone)
+}
+
+TEST_CASE("the group range of a direct all_reduce is freed once every lane acknowledged its sum",
+          "[planner][collectives]") {
+  rig r{with_peers(setup_of(), {sim0, sim1})};
+  emulator emu{r};
+  two_device_parts(r, emu, 8);
+  r.submit(upload(cpu, 9, filled(64, 9.0f))); // a cpu tensor the store keeps
+  const std::size_t live = r.plan.store().live_bytes();
+  REQUIRE(live == ag::store_allocator::alignment);
+  r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1}, {3, 4}, {sim0, sim1},
+                      8));
+  CHECK(r.plan.store().live_bytes() == live + ag::store_allocator::alignment);
+  r.drain();
+  REQUIRE(emu.step(sim0));
+  r.drain();
+  CHECK(r.plan.store().live_bytes() == live + ag::store_allocator::alignment); // sim:1 reads it
+  CHECK(r.plan.pending_frees() == 1);
+  REQUIRE(emu.step(sim1));
+  r.drain();
+  CHECK(r.plan.store().live_bytes() == live);
+  CHECK(r.plan.pending_frees() == 0);
+  const auto want = sum_of(ramp(8, 0), ramp(8, 1000));
+  CHECK(emu.on(sim0, 3) == want);
+  CHECK(emu.on(sim1, 4) == want);
+  CHECK(r.floats_at(r.plan.tensor(9)->offset, 64) == filled(64, 9.0f));
+}
+
+TEST_CASE("a direct op still queued when its source's lane goes down reads nothing of that lane",
+          "[planner][peers]") {
+  rig r{with_peers(setup_of(), {sim0, sim1})};
+  emulator emu{r};
+  two_device_parts(r, emu, 4); // written and acknowledged
+  SECTION("a move") {
+    r.submit(move_to(sim1, 3, 1, 4));
+  }
+  SECTION("an all_reduce") {
+    r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1}, {3, 4},
+                        {sim0, sim1}, 4));
+  }
+  // Before the flush that would send the direct op, sim:0's runner goes, and its memory with it.
+  const std::string why = "runner of sim:0 stopped: exited with code 3";
+  r.plan.lane_down(sim0, why);
+  emu.dead.insert(sim0);
+  emu.mem.erase(sim0);
+  r.drain();
+  const ag::operand_id result = r.plan.tensor(4) != nullptr ? 4 : 3; // sim:1's
+  CHECK_THAT(r.plan.tensor(result)->failure, Contains(why));
+  const auto ops = r.ops_of(sim1);
+  REQUIRE_FALSE(ops.empty());
+  for (const auto& op : ops) {
+    INFO(fields(op));
+    CHECK_FALSE(reads_lane(r, op, sim0)); // sim:0's operands are gone with its runner
+  }
+}
+
+TEST_CASE("a collective on one device lane with no peers configured sends no peer operators",
+          "[planner][collectives]") {
+  rig r; // no peers: the runners have no peer directory and cannot run peer_copy or peer_sum
+  emulator emu{r};
+  r.submit(upload(sim0, 1, ramp(4, 5)));
+  emu.run_all();
+  std::vector<float> want;
+  SECTION("all_reduce") {
+    r.submit(collective(ag::collective_kind::all_reduce, {1}, {sim0}, {3}, {sim0}, 4));
+    want = ramp(4, 5);
+  }
+  SECTION("all_gather") {
+    r.submit(collective(ag::collective_kind::all_gather, {1}, {sim0}, {3}, {sim0}, 4));
+    want = ramp(4, 5);
+  }
+  SECTION("reduce_scatter") {
+    r.submit(collective(ag::collective_kind::reduce_scatter, {1}, {sim0}, {3}, {sim0}, 4));
+    want = ramp(4, 5);
+  }
+  emu.run_all();
+  CHECK(peer_ops(r) == 0);
+  CHECK(emu.on(sim0, 3) == want);
+  CHECK(r.plan.tensor(3)->failure.empty());
+}
