@@ -73,7 +73,9 @@ struct tensor_rec {
   dependency writer; // index 0: written before any operator (an upload)
   bool placed = true; // false: never given memory (its operator was not run)
   std::string failure;
-  // Direct transfers on other lanes that read it where it lies: its release waits for them.
+  // Direct transfers on other lanes that read it where it lies: its release waits for them. Those
+  // already run are dropped as new ones come (planner::add_reader), so a tensor read again and
+  // again keeps few.
   std::vector<dependency> readers;
 };
 

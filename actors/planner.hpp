@@ -237,6 +237,7 @@ private:
   void note_path(const std::string& what, const std::vector<device>& devices, bool direct);
   std::string no_direct_path(const std::vector<device>& devices) const;
   bool peer(uint32_t a, uint32_t b) const;
+  void add_reader(tensor_rec& rec, dependency reader);
 
   // planner_failure.cpp
   void record(const std::string& what);

@@ -397,7 +397,7 @@ uint64_t planner::read_directly(uint32_t l, const op_desc& op,
   ++ln.entries;
   const uint64_t index = ++ln.issued;
   for (operand_id id : sources)
-    tensors_.at(id).readers.push_back({l, index});
+    add_reader(tensors_.at(id), {l, index});
   return index;
 }
 
@@ -516,11 +516,11 @@ std::string planner::no_direct_path(const std::vector<device>& devices) const {
       return d.str() + " runs in a child process (direct transfers between processes are not "
                        "built yet)";
   }
-  if (devices.size() > kernel_stream_max_parts)
-    return std::to_string(devices.size()) + " devices (a direct collective takes at most "
-           + std::to_string(kernel_stream_max_parts) + ")";
-  for (const auto& a : devices)
-    for (const auto& b : devices)
+  std::vector<device> distinct = devices;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  for (const auto& a : distinct)
+    for (const auto& b : distinct)
       if (a != b && !peer(*lane_of(a), *lane_of(b))) {
         if (a.type == device::kind::sim && b.type == device::kind::sim)
           return a.str() + " and " + b.str()
@@ -529,7 +529,9 @@ std::string planner::no_direct_path(const std::vector<device>& devices) const {
           return a.str() + " and " + b.str() + " are different kinds of device";
         return "no peer access between " + a.str() + " and " + b.str();
       }
+  if (distinct.size() > kernel_stream_max_parts)
+    return std::to_string(distinct.size()) + " devices (a direct collective takes at most "
+           + std::to_string(kernel_stream_max_parts) + ")";
   return "no direct path";
 }
-
 } // namespace ag

@@ -1,5 +1,6 @@
 // The planner's placement: which lane runs an operator, where its result lives, and the store
 // ranges that carry host data (uploads, moves through the host, reads of large device tensors).
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <tuple>
@@ -111,10 +112,18 @@ placement planner::direct_move(uint32_t dst, op_request& req, uint64_t bytes) {
   const op_desc op{op_kind::peer_copy, {req.out, no_offset}, {req.a, no_offset}, {}, req.count,
                    0, src.lane, 0};
   const uint64_t index = enqueue(dst, op, {src.writer});
-  src.readers.push_back({dst, index});
+  add_reader(src, {dst, index});
   note_path("to", {lanes_[src.lane].dev, req.where}, true);
   tensors_[req.out] = placed_tensor(dst, no_offset, bytes, {dst, index});
   return {false, {dst, index}};
+}
+
+// Records a direct reader of rec, forgetting those that have run (or whose lane failed).
+void planner::add_reader(tensor_rec& rec, dependency reader) {
+  auto& r = rec.readers;
+  r.erase(std::remove_if(r.begin(), r.end(), [this](const dependency& d) { return satisfied(d); }),
+          r.end());
+  r.push_back(reader);
 }
 
 // Lane a may read lane b's operands where they lie (both device lanes of this process, peers).

@@ -351,13 +351,8 @@ floor_figures measure_floors(const std::vector<ag::device>& devices, const std::
 
 // -- output ----------------------------------------------------------------------------------------
 
-std::string num(double x, int precision = 2) {
-  if (std::isnan(x))
-    return "n/a";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", precision, x);
-  return buf;
-}
+using ag::bench::num;
+
 
 // One figure in each mode: on the shared-memory path (thread, process) and on the sockets alone.
 struct row {

@@ -186,14 +186,6 @@ std::vector<peer_row> make_peer_rows(const peer_figures& f) {
 
 namespace {
 
-std::string num(double x, int precision = 2) {
-  if (std::isnan(x))
-    return "n/a";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", precision, x);
-  return buf;
-}
-
 double ratio(double x, double floor) { return std::isnan(x) || std::isnan(floor) ? NAN : x / floor; }
 
 std::string json_num(double x) { return std::isnan(x) ? "null" : num(x, 4); }

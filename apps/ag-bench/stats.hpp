@@ -1,9 +1,12 @@
-// Statistics of ag-bench's repeated measurements, one definition for every figure.
+// Statistics of ag-bench's repeated measurements and how a figure prints, one definition for
+// every figure.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
+#include <string>
 #include <vector>
 
 namespace ag::bench {
@@ -17,6 +20,15 @@ inline double median(std::vector<double> v) {
   if (v.size() % 2 == 1)
     return *mid;
   return (*mid + *std::max_element(v.begin(), mid)) / 2;
+}
+
+// A figure as the tables print it: `precision` decimals, "n/a" for NaN (not measured).
+inline std::string num(double x, int precision = 2) {
+  if (std::isnan(x))
+    return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", precision, x);
+  return buf;
 }
 
 } // namespace ag::bench

@@ -21,39 +21,19 @@
 #include "actors/planner.hpp"
 #include "graph/collective.hpp"
 #include "ipc/wire.hpp"
+#include "tests/actors/planner_rig.hpp"
 
 using namespace std::chrono_literals;
 using Catch::Contains;
 using Catch::StartsWith;
+using namespace ag::test;
 
 namespace {
 
-constexpr uint32_t cpu = 0;
-constexpr uint32_t sim0 = 1;
-constexpr uint32_t sim1 = 2;
+// -- beside the rig (tests/actors/planner_rig.hpp) ------------------------------------------------
+
 constexpr uint32_t sim2 = 3; // lanes of a setup_of with more lanes
-constexpr uint64_t no_offset = ag::operand_ref::no_offset;
 constexpr float unwritten = -12345.0f; // what the emulator gives a device operand's elements first
-
-// -- the rig (as in planner_test.cpp) ---------------------------------------------------------------
-
-std::string ref_str(const ag::operand_ref& r) {
-  return "#" + std::to_string(r.id) + "@"
-         + (r.offset == no_offset ? std::string{"dev"} : std::to_string(r.offset));
-}
-
-// Every field of an operator but its scalar, to compare one with what a test expects in one check.
-std::string fields(const ag::op_desc& op) {
-  return ag::to_string(op.kind) + " out=" + ref_str(op.out) + " a=" + ref_str(op.a)
-         + " b=" + ref_str(op.b) + " count=" + std::to_string(op.count)
-         + " m=" + std::to_string(op.m) + " k=" + std::to_string(op.k)
-         + " n=" + std::to_string(op.n);
-}
-
-std::string copy_fields(ag::operand_ref out, ag::operand_ref a, uint64_t count,
-                        uint64_t first = 0, uint64_t total = 0) {
-  return fields(ag::op_desc{ag::op_kind::copy, out, a, {}, count, first, 0, total});
-}
 
 std::string add_fields(ag::operand_ref out, ag::operand_ref a, ag::operand_ref b,
                        uint64_t count) {
@@ -65,141 +45,6 @@ std::string deps_str(const std::vector<ag::dependency>& deps) {
   for (const auto& d : deps)
     s += (s.empty() ? "" : " ") + std::to_string(d.lane) + ":" + std::to_string(d.index);
   return s;
-}
-
-struct recording_outbox final : ag::planner_outbox {
-  std::map<uint32_t, std::vector<ag::batch>> runs; // by lane
-  std::vector<ag::wire::execute_msg> broadcasts;
-  std::vector<uint32_t> kills;
-  std::map<uint64_t, std::vector<ag::wait_answer>> answers; // by wait id
-  std::vector<uint64_t> answered;
-  std::map<uint64_t, std::chrono::milliseconds> expiring;
-  uint64_t last_expiring = 0;
-  bool flush_pending = false;
-
-  void run(uint32_t lane, ag::batch b) override { runs[lane].push_back(std::move(b)); }
-  void broadcast(ag::wire::execute_msg m) override { broadcasts.push_back(std::move(m)); }
-  void kill(uint32_t lane) override { kills.push_back(lane); }
-  void answer(uint64_t wait, ag::wait_answer a) override {
-    answers[wait].push_back(std::move(a));
-    answered.push_back(wait);
-  }
-  void flush_soon() override { flush_pending = true; }
-  void expire_after(uint64_t wait, std::chrono::milliseconds after) override {
-    expiring[wait] = after;
-    last_expiring = wait;
-  }
-  void check_progress_after(std::chrono::milliseconds) override {}
-
-  std::size_t batches(uint32_t lane) const {
-    auto it = runs.find(lane);
-    return it == runs.end() ? 0 : it->second.size();
-  }
-  bool was_answered(uint64_t wait) const { return answers.count(wait) > 0; }
-  const ag::wait_answer& answer_of(uint64_t wait) const {
-    auto it = answers.find(wait);
-    REQUIRE(it != answers.end());
-    REQUIRE(it->second.size() == 1);
-    return it->second.front();
-  }
-};
-
-std::shared_ptr<ag::flow_control> lanes_flow() {
-  return std::make_shared<ag::flow_control>(std::vector<std::string>{"cpu", "sim:0", "sim:1"},
-                                            ag::flow_control::limits{});
-}
-
-// The cpu and lanes - 1 sim devices.
-ag::planner_setup setup_of(std::size_t store_bytes = 64 << 10, std::size_t lanes = 3) {
-  ag::planner_setup s;
-  s.devices = {ag::device::cpu()};
-  for (std::size_t l = 1; l < lanes; ++l)
-    s.devices.push_back(ag::device::sim(static_cast<int32_t>(l) - 1));
-  s.store_size = store_bytes;
-  s.wait_timeout = 500ms;
-  return s;
-}
-
-ag::planner_setup on_store(std::vector<std::byte>& store, ag::planner_setup s) {
-  s.store_base = store.data();
-  return s;
-}
-
-struct rig {
-  explicit rig(ag::planner_setup s = setup_of())
-    : lanes(static_cast<uint32_t>(s.devices.size())), store(s.store_size),
-      plan(on_store(store, std::move(s)), out) {}
-
-  void submit(ag::op_request req) { plan.submit(req); }
-  void submit(ag::collective_request c) { plan.submit(c); }
-
-  void drain() {
-    while (out.flush_pending) {
-      out.flush_pending = false;
-      plan.flush();
-    }
-  }
-
-  uint64_t sync() {
-    const uint64_t w = plan.new_wait();
-    plan.sync(w);
-    return w;
-  }
-
-  uint64_t fetch(ag::operand_id id) {
-    const uint64_t w = plan.new_wait();
-    plan.fetch(w, id);
-    return w;
-  }
-
-  std::vector<float> floats_at(uint64_t offset, std::size_t n) const {
-    REQUIRE(offset <= store.size());
-    REQUIRE(n * sizeof(float) <= store.size() - offset);
-    std::vector<float> v(n);
-    std::memcpy(v.data(), store.data() + offset, n * sizeof(float));
-    return v;
-  }
-
-  // Every operator lane l was sent, in order.
-  std::vector<ag::op_desc> ops_of(uint32_t l) const {
-    std::vector<ag::op_desc> v;
-    auto it = out.runs.find(l);
-    if (it != out.runs.end())
-      for (const auto& b : it->second)
-        v.insert(v.end(), b.ops.begin(), b.ops.end());
-    return v;
-  }
-
-  uint32_t lanes;
-  std::vector<std::byte> store;
-  recording_outbox out;
-  ag::planner plan;
-};
-
-ag::device dev(uint32_t lane) {
-  return lane == cpu ? ag::device::cpu() : ag::device::sim(static_cast<int32_t>(lane) - 1);
-}
-
-ag::op_request upload(uint32_t lane, ag::operand_id out, std::vector<float> data) {
-  ag::op_request r;
-  r.kind = ag::op_kind::upload;
-  r.where = dev(lane);
-  r.out = out;
-  r.count = data.size();
-  r.data = std::move(data);
-  return r;
-}
-
-ag::op_request compute(ag::op_kind kind, uint32_t lane, ag::operand_id out, ag::operand_id a,
-                       ag::operand_id b, uint64_t count) {
-  ag::op_request r;
-  r.kind = kind;
-  r.where = dev(lane);
-  r.out = out;
-  r.a = a;
-  r.b = b;
-  r.count = count;
-  return r;
 }
 
 ag::collective_request collective(ag::collective_kind kind, std::vector<ag::operand_id> parts,
@@ -216,8 +61,6 @@ ag::collective_request collective(ag::collective_kind kind, std::vector<ag::oper
   c.count = count;
   return c;
 }
-
-std::vector<float> filled(std::size_t n, float x) { return std::vector<float>(n, x); }
 
 // base, base + 1, ...
 std::vector<float> ramp(std::size_t n, float base) {
@@ -1220,16 +1063,6 @@ ag::planner_setup with_peers(ag::planner_setup s, std::vector<uint32_t> group) {
   return s;
 }
 
-ag::op_request move_to(uint32_t lane, ag::operand_id out, ag::operand_id a, uint64_t count) {
-  ag::op_request r;
-  r.kind = ag::op_kind::copy;
-  r.where = dev(lane);
-  r.out = out;
-  r.a = a;
-  r.count = count;
-  return r;
-}
-
 std::string peer_copy_fields(ag::operand_id out, ag::operand_id a, uint64_t count, uint32_t from,
                              uint64_t first = 0, uint64_t total = 0) {
   return fields(ag::op_desc{ag::op_kind::peer_copy, {out, no_offset}, {a, no_offset}, {}, count,
@@ -1426,7 +1259,7 @@ TEST_CASE("a move between peer lanes larger than half the store is one peer_copy
 TEST_CASE("a move between a peer pair and a device or the cpu that is no peer goes through the "
           "store",
           "[planner][peers]") {
-  rig r{with_peers(setup_of(64 << 10, 4), {sim0, sim1})}; // sim:2 (lane 3) is no peer
+  rig r{with_peers(setup_of(64 << 10, false, 4), {sim0, sim1})}; // sim:2 (lane 3) is no peer
   emulator emu{r};
   r.submit(upload(sim0, 1, {1, 2, 3, 4}));
   emu.run_all();
@@ -1487,7 +1320,7 @@ TEST_CASE("a move between a peer pair and a device or the cpu that is no peer go
 TEST_CASE("a one-shot all_reduce between peers is one peer_sum per lane over a group the planner "
           "wrote in the store",
           "[planner][collectives]") {
-  rig r{with_peers(setup_of(64 << 10, 4), {sim0, sim1, sim2})};
+  rig r{with_peers(setup_of(64 << 10, false, 4), {sim0, sim1, sim2})};
   emulator emu{r};
   std::vector<uint32_t> lanes;
   std::string group_want;
@@ -1562,7 +1395,7 @@ TEST_CASE("a one-shot all_reduce between peers is one peer_sum per lane over a g
 TEST_CASE("a two-shot all_reduce between peers sums one block per lane then gathers every block "
           "and releases the blocks after their readers",
           "[planner][collectives]") {
-  auto setup = with_peers(setup_of(64 << 10, 4), {sim0, sim1, sim2});
+  auto setup = with_peers(setup_of(64 << 10, false, 4), {sim0, sim1, sim2});
   setup.one_shot_bytes = 4; // one element: anything longer is two-shot
   rig r{std::move(setup)};
   emulator emu{r};
@@ -1697,7 +1530,7 @@ TEST_CASE("a two-shot all_reduce between peers sums one block per lane then gath
 TEST_CASE("reduce_scatter all_gather and broadcast between peers are direct and give the right "
           "values",
           "[planner][collectives]") {
-  rig r{with_peers(setup_of(64 << 10, 4), {sim0, sim1, sim2})};
+  rig r{with_peers(setup_of(64 << 10, false, 4), {sim0, sim1, sim2})};
   emulator emu{r};
   const std::vector<uint32_t> lanes{sim0, sim1, sim2};
 
@@ -1774,7 +1607,7 @@ TEST_CASE("reduce_scatter all_gather and broadcast between peers are direct and 
 TEST_CASE("a collective that mixes a peer lane with the cpu or with a device that is no peer goes "
           "through the store",
           "[planner][collectives]") {
-  rig r{with_peers(setup_of(64 << 10, 4), {sim0, sim1})}; // sim:2 (lane 3) is no peer
+  rig r{with_peers(setup_of(64 << 10, false, 4), {sim0, sim1})}; // sim:2 (lane 3) is no peer
   emulator emu{r};
   std::vector<uint32_t> from, to;
   SECTION("a cpu part") {
@@ -1976,4 +1809,27 @@ TEST_CASE("a collective on one device lane with no peers configured sends no pee
   CHECK(peer_ops(r) == 0);
   CHECK(emu.on(sim0, 3) == want);
   CHECK(r.plan.tensor(3)->failure.empty());
+}
+
+TEST_CASE("a part read by many direct collectives keeps only the readers that have not run",
+          "[planner][peers]") {
+  rig r{with_peers(setup_of(), {sim0, sim1})};
+  emulator emu{r};
+  two_device_parts(r, emu, 8);
+  for (ag::operand_id out = 10; out < 10 + 2 * 200; out += 2) {
+    r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1}, {out, out + 1},
+                        {sim0, sim1}, 8));
+    emu.run_all();
+    r.plan.release(out);
+    r.plan.release(out + 1);
+  }
+  emu.run_all();
+  // Each all_reduce read #1 from both lanes; only the last one's readers may still be listed.
+  CHECK(r.plan.tensor(1)->readers.size() <= 2);
+  CHECK(r.plan.tensor(2)->readers.size() <= 2);
+  const auto want = sum_of(ramp(8, 0), ramp(8, 1000));
+  r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1}, {1000, 1001},
+                      {sim0, sim1}, 8));
+  emu.run_all();
+  CHECK(emu.on(sim1, 1001) == want);
 }
