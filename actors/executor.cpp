@@ -224,7 +224,7 @@ void start(executor_self self, executor_setup& setup) {
   topo.trace = setup.plan.trace;
   topo.timeline = setup.plan.timeline;
   topo.board = setup.plan.board;
-  topo.peers = !setup.plan.peers.empty();
+  topo.peers = !setup.plan.peers.empty() && !setup.process; // children use exports instead
   topo.linger = setup.linger;
   st.gate = flush_gate{setup.linger};
   if (auto& tl = setup.plan.timeline) {

@@ -5,13 +5,13 @@
 namespace ag {
 
 std::vector<std::vector<bool>> peer_lanes(const std::vector<device>& lanes, peer_choice choice) {
-  if (choice.process || !choice.peer_transfers)
+  if (!choice.peer_transfers)
     return {};
   auto direct = [&](const device& a, const device& b) {
     if (a.is_cpu() || b.is_cpu() || !a.local() || !b.local() || a.type != b.type)
       return false;
-    if (a.type == device::kind::sim)
-      return choice.sim_peers;
+    if (a.type == device::kind::sim) // a child's sim memory is its own
+      return choice.sim_peers && !choice.process;
     return cuda_peer_access(a.index, b.index) && cuda_peer_access(b.index, a.index);
   };
   std::vector<std::vector<bool>> peers(lanes.size(), std::vector<bool>(lanes.size(), false));

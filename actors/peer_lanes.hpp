@@ -1,6 +1,7 @@
 // peer_lanes: which device lanes of a runtime have a direct path between them (the planner's
-// planner_setup::peers): in thread mode, CUDA GPUs with peer access to each other (or lanes that
-// share a GPU), and, with sim_peers, sim devices; never the cpu, a child process or a node.
+// planner_setup::peers): CUDA GPUs of this machine with peer access to each other (or lanes that
+// share a GPU), in thread mode or as child processes (through CUDA IPC), and, in thread mode with
+// sim_peers, sim devices; never the cpu or a node.
 #pragma once
 
 #include <vector>

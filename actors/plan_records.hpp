@@ -77,6 +77,18 @@ struct tensor_rec {
   // already run are dropped as new ones come (planner::add_reader), so a tensor read again and
   // again keeps few.
   std::vector<dependency> readers;
+  // A device operand of a child that other children read (CUDA IPC): where its export lies in the
+  // store, and the peer_export that wrote it. export_slot == no_offset: not exported.
+  uint64_t export_slot = operand_ref::no_offset;
+  dependency exported;
+};
+
+// A direct read of a child's operand by another lane, until it has run: should the exporting
+// child go first, the result read from its memory is tainted.
+struct direct_read {
+  dependency reader;
+  uint32_t from = 0; // the lane read from
+  operand_id out = 0;
 };
 
 // A tensor given memory: on `lane`, at `offset` for cpu tensors, written by `writer`.

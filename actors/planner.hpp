@@ -230,7 +230,7 @@ private:
                      const std::vector<uint32_t>& block_lanes,
                      const std::vector<dependency>& block_writers);
   std::optional<uint64_t> write_group(const collective_request& c);
-  uint64_t read_directly(uint32_t l, const op_desc& op, const std::vector<operand_id>& sources);
+  uint64_t read_directly(uint32_t l, op_desc op, const std::vector<operand_id>& sources);
   void lose_rest(const collective_request& c, uint64_t at, const std::string& why);
   void settle_collective(const collective_request& c);
   uint64_t chunk_elems(std::size_t parts) const;
@@ -238,6 +238,12 @@ private:
   std::string no_direct_path(const std::vector<device>& devices) const;
   bool peer(uint32_t a, uint32_t b) const;
   void add_reader(tensor_rec& rec, dependency reader);
+  bool remote_read(uint32_t reader, const tensor_rec& rec) const;
+  bool export_all(const std::vector<operand_id>& ids, std::size_t extra,
+                  std::vector<uint64_t>& extra_slots);
+  void export_operand(operand_id id, uint64_t slot);
+  dependency source_dep(uint32_t reader, const tensor_rec& rec) const;
+  void note_direct_read(dependency reader, const tensor_rec& source, operand_id out);
 
   // planner_failure.cpp
   void record(const std::string& what);
@@ -312,6 +318,7 @@ private:
   std::vector<std::vector<bool>> peers_;
   std::size_t one_shot_bytes_;
   operand_id next_own_id_ = operand_id{1} << 62; // the planner's own operands (two-shot blocks)
+  std::vector<direct_read> direct_reads_; // of children's operands, not yet known to have run
 };
 
 } // namespace ag

@@ -372,8 +372,10 @@ bool planner::direct_group(const collective_request& c) const {
 // store has no room for it.
 std::optional<uint64_t> planner::write_group(const collective_request& c) {
   std::vector<peer_entry> group;
-  for (operand_id in : c.parts)
-    group.push_back({tensors_.at(in).lane, 0, in});
+  for (operand_id in : c.parts) {
+    const auto& rec = tensors_.at(in);
+    group.push_back({rec.lane, 0, in, rec.export_slot}); // its own lane reads it in place
+  }
   const uint64_t bytes = group.size() * sizeof(peer_entry);
   auto off = store_.allocate(bytes);
   if (!off)
@@ -383,21 +385,27 @@ std::optional<uint64_t> planner::write_group(const collective_request& c) {
 }
 
 // Enqueues a direct transfer on lane l that reads `sources` where they lie: after each one's
-// writer, and before each one's release (its readers). Returns the operator's index.
-uint64_t planner::read_directly(uint32_t l, const op_desc& op,
-                                const std::vector<operand_id>& sources) {
+// writer (another child's: its export), and before each one's release (its readers). A peer_copy
+// of another child's operand names its export. Returns the operator's index.
+uint64_t planner::read_directly(uint32_t l, op_desc op, const std::vector<operand_id>& sources) {
   auto& ln = lanes_[l];
   entry e;
+  for (operand_id id : sources) {
+    const auto& rec = tensors_.at(id);
+    if (const auto d = source_dep(l, rec); d.lane != l && d.index > 0)
+      e.deps.push_back(d);
+    if (op.kind == op_kind::peer_copy && remote_read(l, rec))
+      op.b = {0, rec.export_slot};
+  }
   e.op = op;
   e.sources = sources;
-  for (operand_id id : sources)
-    if (const auto& w = tensors_.at(id).writer; w.lane != l && w.index > 0)
-      e.deps.push_back(w);
   ln.queue.push_back(std::move(e));
   ++ln.entries;
   const uint64_t index = ++ln.issued;
-  for (operand_id id : sources)
+  for (operand_id id : sources) {
     add_reader(tensors_.at(id), {l, index});
+    note_direct_read({l, index}, tensors_.at(id), op.out.id);
+  }
   return index;
 }
 
@@ -411,9 +419,25 @@ uint64_t planner::read_directly(uint32_t l, const op_desc& op,
 bool planner::place_direct(const collective_request& c) {
   const uint64_t w = c.parts.size();
   const bool sums = reduces(c.kind) && c.count > 0;
-  std::optional<uint64_t> group;
-  if (sums && !(group = write_group(c)))
+  const bool two_shot = c.kind == collective_kind::all_reduce
+                        && c.count * sizeof(float) > one_shot_bytes_ && w > 1;
+  // Children read each other's parts (and two-shot blocks) through exports: their slots first,
+  // all or none, then the group that names them.
+  std::vector<uint64_t> block_slots;
+  const bool across = std::any_of(c.parts.begin(), c.parts.end(), [&](operand_id id) {
+    return lanes_[tensors_.at(id).lane].remote;
+  });
+  const std::vector<operand_id> exported = w > 1 || c.kind == collective_kind::broadcast
+                                             ? c.parts
+                                             : std::vector<operand_id>{};
+  if (across && !export_all(exported, two_shot ? w : 0, block_slots))
     return false; // no room yet: wait (a deadline follows, as for any held head)
+  std::optional<uint64_t> group;
+  if (sums && !(group = write_group(c))) {
+    for (uint64_t s : block_slots) // the exports stay: they serve until their operands go
+      store_.deallocate(s, sizeof(export_slot));
+    return false;
+  }
   const uint64_t total = c.out_count();
   auto lane_out = [&](std::size_t q) { return *lane_of(c.to[q]); };
   for (std::size_t q = 0; q < c.outs.size(); ++q)
@@ -453,12 +477,17 @@ bool planner::place_direct(const collective_request& c) {
       if (!scatter)
         tensors_[id] = placed_tensor(l, no_offset, n * sizeof(float), written);
       tensors_[id].writer = written;
+      if (!scatter && r < block_slots.size() && lanes_[l].remote)
+        export_operand(id, block_slots[r]); // the other children gather it
       blocks.push_back(id);
       block_lanes.push_back(l);
       block_writers.push_back(written);
     }
+    for (std::size_t r = 0; r < block_slots.size(); ++r) // slots no block took
+      if (r >= blocks.size() || tensors_.at(blocks[r]).export_slot != block_slots[r])
+        store_.deallocate(block_slots[r], sizeof(export_slot));
     if (!scatter)
-      gather_blocks(c, blocks, block_lanes, block_writers);
+      gather_blocks(c, blocks, block_lanes, block_writers); // which releases the blocks
   } else { // one-shot all_reduce
     for (std::size_t q = 0; q < c.outs.size(); ++q) {
       const uint32_t l = lane_out(q);
@@ -512,9 +541,10 @@ std::string planner::no_direct_path(const std::vector<device>& devices) const {
     const auto l = lane_of(d);
     if (!l || *l == cpu_lane)
       return "the cpu takes part (its tensors live in the store)";
-    if (lanes_[*l].remote)
-      return d.str() + " runs in a child process (direct transfers between processes are not "
-                       "built yet)";
+    if (lanes_[*l].remote && d.type != device::kind::cuda)
+      return d.str() + " runs in a child process (only CUDA memory is shared between processes)";
+    if (!d.local())
+      return d.str() + " is on another machine";
   }
   std::vector<device> distinct = devices;
   std::sort(distinct.begin(), distinct.end());

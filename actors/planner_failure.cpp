@@ -1,6 +1,7 @@
 // The planner's failures: an operator that cannot run taints its result; a lane that fails taints
 // what it holds and what other lanes wait to receive from it, and nothing else; start-up fails
 // when a lane does not come up. Every failure is reported once, by the next sync.
+#include <algorithm>
 #include <limits>
 #include <unordered_map>
 
@@ -74,6 +75,19 @@ void planner::fail_lane(uint32_t l, const std::string& why) {
     if (lost && rec.failure.empty())
       rec.failure = why;
   }
+  // What other children were reading of its memory when it went may be lost too; and they close
+  // their mappings of it.
+  for (const auto& r : direct_reads_)
+    if (r.from == l && lanes_[r.reader.lane].done < r.reader.index)
+      if (auto it = tensors_.find(r.out); it != tensors_.end() && it->second.failure.empty())
+        it->second.failure = why;
+  direct_reads_.erase(std::remove_if(direct_reads_.begin(), direct_reads_.end(),
+                                     [l](const direct_read& r) { return r.from == l; }),
+                      direct_reads_.end());
+  if (ln.remote)
+    for (uint32_t q = 0; q < lanes_.size(); ++q)
+      if (q != l && lanes_[q].remote && lanes_[q].failed.empty() && peer(q, l))
+        enqueue(q, op_desc{op_kind::peer_forget, {}, {}, {}, 0, 0, l, 0});
   stand_in_for(l, why);
   if (!ln.ready)
     fail_startup("runner of " + ln.dev.str() + " stopped before it was ready: " + why);

@@ -106,16 +106,87 @@ placement planner::move(uint32_t dst, op_request& req, uint64_t bytes) {
 }
 
 // Between peer lanes: the destination copies the source operand where it lies, once its writer
-// ran; the source's release waits for the copy (tensor_rec::readers).
+// ran (a child's operand: once its child exported it); the source's release waits for the copy
+// (tensor_rec::readers).
 placement planner::direct_move(uint32_t dst, op_request& req, uint64_t bytes) {
+  std::vector<uint64_t> none;
+  if (!export_all({req.a}, 0, none))
+    return no_space(req.out, sizeof(export_slot), "the export of #" + std::to_string(req.a));
   auto& src = tensors_.at(req.a);
-  const op_desc op{op_kind::peer_copy, {req.out, no_offset}, {req.a, no_offset}, {}, req.count,
-                   0, src.lane, 0};
-  const uint64_t index = enqueue(dst, op, {src.writer});
+  op_desc op{op_kind::peer_copy, {req.out, no_offset}, {req.a, no_offset}, {}, req.count,
+             0, src.lane, 0};
+  if (remote_read(dst, src))
+    op.b = {0, src.export_slot};
+  const uint64_t index = enqueue(dst, op, {source_dep(dst, src)});
   add_reader(src, {dst, index});
+  note_direct_read({dst, index}, src, req.out);
   note_path("to", {lanes_[src.lane].dev, req.where}, true);
   tensors_[req.out] = placed_tensor(dst, no_offset, bytes, {dst, index});
   return {false, {dst, index}};
+}
+
+// -- exports (direct reads across child processes) -----------------------------------------------
+
+// Lane `reader` reads rec from another child: through its export.
+bool planner::remote_read(uint32_t reader, const tensor_rec& rec) const {
+  return rec.lane != reader && lanes_[rec.lane].remote;
+}
+
+// What a direct read on lane `reader` of rec waits for: its export, or its writer.
+dependency planner::source_dep(uint32_t reader, const tensor_rec& rec) const {
+  return remote_read(reader, rec) ? rec.exported : rec.writer;
+}
+
+// Exports every operand of `ids` that lies on a child and is not exported yet, and takes `extra`
+// more slots (for operands about to be made); all or none: false, with nothing changed, while the
+// store has no room for them.
+bool planner::export_all(const std::vector<operand_id>& ids, std::size_t extra,
+                         std::vector<uint64_t>& extra_slots) {
+  std::vector<operand_id> todo;
+  for (operand_id id : ids) {
+    const auto& rec = tensors_.at(id);
+    if (lanes_[rec.lane].remote && rec.export_slot == no_offset
+        && std::find(todo.begin(), todo.end(), id) == todo.end())
+      todo.push_back(id);
+  }
+  std::vector<uint64_t> got;
+  while (got.size() < todo.size() + extra) {
+    auto off = store_.allocate(sizeof(export_slot));
+    if (!off) {
+      for (uint64_t o : got)
+        store_.deallocate(o, sizeof(export_slot));
+      return false;
+    }
+    got.push_back(*off);
+  }
+  for (std::size_t i = 0; i < todo.size(); ++i)
+    export_operand(todo[i], got[i]);
+  extra_slots.assign(got.begin() + static_cast<std::ptrdiff_t>(todo.size()), got.end());
+  return true;
+}
+
+// Its child writes the operand's export into `slot`, after the operator that made it; the slot
+// goes once the operand is released and its readers ran.
+void planner::export_operand(operand_id id, uint64_t slot) {
+  auto& rec = tensors_.at(id);
+  const op_desc op{op_kind::peer_export, {0, slot}, {id, no_offset}, {}, rec.bytes / sizeof(float),
+                   0, 0, 0};
+  rec.export_slot = slot;
+  rec.exported = {rec.lane, enqueue(rec.lane, op)};
+}
+
+// A read of a child's operand by another lane is watched until it ran (fail_lane).
+void planner::note_direct_read(dependency reader, const tensor_rec& source, operand_id out) {
+  if (!remote_read(reader.lane, source))
+    return;
+  auto& v = direct_reads_;
+  v.erase(std::remove_if(v.begin(), v.end(),
+                         [this](const direct_read& r) {
+                           return lanes_[r.reader.lane].done >= r.reader.index
+                                  || !lanes_[r.reader.lane].failed.empty();
+                         }),
+          v.end());
+  v.push_back({reader, source.lane, out});
 }
 
 // Records a direct reader of rec, forgetting those that have run (or whose lane failed).
@@ -313,6 +384,8 @@ void planner::drop(operand_id id) {
     return; // never given memory
   if (rec.lane == cpu_lane)
     return free_later(rec.offset, rec.bytes);
+  if (rec.export_slot != no_offset) // once its readers (issued before this release) ran
+    free_later(rec.export_slot, sizeof(export_slot));
   auto& ln = lanes_[rec.lane];
   if (!ln.failed.empty())
     return; // its runner is gone or runs nothing more

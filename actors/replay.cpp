@@ -40,6 +40,23 @@ bool has_direct_transfers(const trace::file& t) {
   return false;
 }
 
+// True when a recorded broadcast has a peer_export: children read each other's memory through
+// CUDA IPC, which works only between processes.
+bool has_exports(const trace::file& t) {
+  for (const auto& r : t.records) {
+    const auto* f = std::get_if<trace::frame_rec>(&r.body);
+    if (!f || f->type != wire::msg_type::execute)
+      continue;
+    wire::execute_msg m;
+    wire::decode(f->body.data(), f->body.size(), m); // parse checked it decodes
+    for (const auto& b : m.batches)
+      for (const auto& op : b.ops)
+        if (op.kind == op_kind::peer_export)
+          return true;
+  }
+  return false;
+}
+
 using clock_type = std::chrono::steady_clock;
 
 constexpr uint64_t scratch_align = 64;
@@ -128,6 +145,9 @@ public:
     if (peers_ && opt.process)
       throw error("the trace has direct transfers between device lanes of one process (recorded "
                   "in thread mode with peers): replay it in-process (--mode=inproc)");
+    if (!opt.process && has_exports(t))
+      throw error("the trace has direct transfers between child processes (CUDA IPC exports): "
+                  "replay it in process mode (--mode=process)");
     if (opt.process) {
       env_.emplace(store_bytes, devices.size() - 1, opt.runner_path,
                    opt.nodes ? 0 : ring_bytes_for(t, opt), graph_option{}.spin_wait);

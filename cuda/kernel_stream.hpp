@@ -45,6 +45,15 @@ public:
   virtual void sum_peers(float* out, const float* const* parts, const ag::device* from,
                          std::size_t n_parts, std::size_t count) = 0;
 
+  // Across child processes (CUDA IPC). export_memory: the memory handle of the allocation that
+  // holds ptr (memory this stream handed out), and ptr's offset in it. import_memory: another
+  // process's exported allocation, mapped into this one once and kept (as lane `lane`'s) until
+  // forget_imports(lane) or the stream's end; the operand is at the offset from it. A cpu or sim
+  // stream throws: its memory is its process's own.
+  virtual uint64_t export_memory(const void* ptr, char (&handle)[64]);
+  virtual const void* import_memory(const char (&handle)[64], uint32_t lane);
+  virtual void forget_imports(uint32_t lane) noexcept { (void)lane; }
+
   // Makes host memory (the tensor store) fast to copy from and to: on CUDA, copies pin
   // (cudaHostRegister) each 64 MiB chunk of it they touch, the first time.
   virtual void register_host(void* base, std::size_t bytes) { (void)base, (void)bytes; }

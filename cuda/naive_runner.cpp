@@ -1,7 +1,10 @@
 #include "cuda/naive_runner.hpp"
 
+#include <cstring>
 #include <limits>
 #include <string>
+
+#include <unistd.h>
 
 #include "actorgraph/error.hpp"
 #include "cuda/peer_directory.hpp"
@@ -84,6 +87,7 @@ void naive_runner::run(const op_desc& op) {
   // the device's memory too); only copy may cross between the store and a CUDA device.
   const bool host_stream = stream_.device().type != device::kind::cuda;
   if (!host_stream && op.kind != op_kind::copy && op.kind != op_kind::peer_sum
+      && op.kind != op_kind::peer_copy && op.kind != op_kind::peer_export
       && (op.out.on_host() || op.a.on_host() || op.b.on_host()))
     throw error(describe(op) + ": a kernel on " + stream_.device().str()
                 + " cannot use the host store directly");
@@ -140,27 +144,66 @@ void naive_runner::run(const op_desc& op) {
       return;
     }
     case op_kind::peer_copy:
-    case op_kind::peer_sum: return run_peer(op);
+    case op_kind::peer_sum:
+    case op_kind::peer_export:
+    case op_kind::peer_forget: return run_peer(op);
     case op_kind::upload: break;
   }
   throw error(describe(op) + ": not an operator a runner executes");
 }
 
-const peer_directory& naive_runner::peers(const op_desc& op) const {
+// Operand `id` of lane `lane`, where this runner can read it: its own, a peer lane's of this
+// process (the peer directory), or, with an export slot, another process's (mapped through CUDA
+// IPC).
+peer_directory::operand naive_runner::peer_operand(const op_desc& op, uint32_t lane, operand_id id,
+                                                   uint64_t slot) {
+  if (lane == lane_) { // its own (a group names every part, each with its export)
+    auto it = operands_.find(id);
+    if (it == operands_.end())
+      throw error(describe(op) + ": operand #" + std::to_string(id) + " is not on "
+                  + stream_.device().str());
+    return {it->second.ptr, it->second.bytes, stream_.device()};
+  }
+  if (slot != operand_ref::no_offset) {
+    const auto* x = static_cast<const export_slot*>(input(op, {0, slot}, sizeof(export_slot)));
+    if (x->lane != lane || x->pid == 0)
+      throw error(describe(op) + ": the export of operand #" + std::to_string(id) + " of lane "
+                  + std::to_string(lane) + " was not written (slot at store@"
+                  + std::to_string(slot) + ")");
+    const auto* p = static_cast<const std::byte*>(stream_.import_memory(x->handle, lane));
+    return {const_cast<std::byte*>(p) + x->offset, static_cast<std::size_t>(x->bytes),
+            device::cuda(x->index)};
+  }
   if (!peers_)
-    throw error(describe(op) + ": " + stream_.device().str()
-                + " has no peer lanes in this process (a direct transfer runs only between lanes "
-                  "of one process)");
-  return *peers_;
+    throw error(describe(op) + ": " + stream_.device().str() + " cannot read lane "
+                + std::to_string(lane) + "'s operands (no peer lanes in this process, and no "
+                  "export of it)");
+  return peers_->find(lane, id, describe(op));
 }
 
 void naive_runner::run_peer(const op_desc& op) {
-  const auto& dir = peers(op);
+  if (op.kind == op_kind::peer_forget) {
+    stream_.forget_imports(static_cast<uint32_t>(op.k));
+    return;
+  }
+  if (op.kind == op_kind::peer_export) {
+    const auto bytes = bytes_of(op, op.count);
+    auto* x = static_cast<export_slot*>(output(op, op.out, sizeof(export_slot)));
+    const void* p = input(op, op.a, bytes);
+    export_slot slot;
+    slot.offset = stream_.export_memory(p, slot.handle);
+    slot.bytes = bytes;
+    slot.pid = static_cast<int32_t>(::getpid());
+    slot.lane = lane_;
+    slot.index = stream_.device().index;
+    std::memcpy(static_cast<void*>(x), &slot, sizeof slot);
+    return;
+  }
   if (op.out.on_host())
     throw error(describe(op) + ": the result of a direct transfer is a device operand");
   if (op.kind == op_kind::peer_copy) {
     const auto bytes = bytes_of(op, op.count);
-    const auto src = dir.find(static_cast<uint32_t>(op.k), op.a.id, describe(op));
+    const auto src = peer_operand(op, static_cast<uint32_t>(op.k), op.a.id, op.b.offset);
     if (src.bytes != bytes)
       throw error(describe(op) + ": operand #" + std::to_string(op.a.id) + " of lane "
                   + std::to_string(op.k) + " holds " + std::to_string(src.bytes)
@@ -173,12 +216,12 @@ void naive_runner::run_peer(const op_desc& op) {
   if (op.k == 0 || op.k > kernel_stream::max_peer_parts)
     throw error(describe(op) + ": a group of " + std::to_string(op.k) + " parts (1 to "
                 + std::to_string(kernel_stream::max_peer_parts) + " are possible)");
-  const auto* group =
-    static_cast<const peer_entry*>(input(op, op.a, static_cast<std::size_t>(op.k) * sizeof(peer_entry)));
+  const auto* group = static_cast<const peer_entry*>(
+    input(op, op.a, static_cast<std::size_t>(op.k) * sizeof(peer_entry)));
   const float* parts[kernel_stream::max_peer_parts];
   device from[kernel_stream::max_peer_parts];
   for (uint64_t r = 0; r < op.k; ++r) {
-    const auto src = dir.find(group[r].lane, group[r].id, describe(op));
+    const auto src = peer_operand(op, group[r].lane, group[r].id, group[r].slot);
     if (op.m > src.bytes / float_bytes || op.count > src.bytes / float_bytes - op.m)
       throw error(describe(op) + ": elements [" + std::to_string(op.m) + ", +"
                   + std::to_string(op.count) + ") lie outside operand #"

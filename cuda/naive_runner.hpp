@@ -8,11 +8,10 @@
 #include <unordered_map>
 
 #include "cuda/kernel_stream.hpp"
+#include "cuda/peer_directory.hpp"
 #include "graph/op.hpp"
 
 namespace ag {
-
-class peer_directory;
 
 class naive_runner {
 public:
@@ -53,9 +52,10 @@ private:
   // A piece (op.n != 0): elements [m, m + count) of the device operand `ref` of n elements. As the
   // destination, the piece at m = 0 creates it.
   float* piece(const op_desc& op, const operand_ref& ref, bool destination);
-  // peer_copy and peer_sum.
+  // peer_copy, peer_sum, peer_export, peer_forget.
   void run_peer(const op_desc& op);
-  const peer_directory& peers(const op_desc& op) const;
+  peer_directory::operand peer_operand(const op_desc& op, uint32_t lane, operand_id id,
+                                       uint64_t slot);
 
   kernel_stream& stream_;
   std::byte* store_base_;

@@ -33,20 +33,42 @@ enum class op_kind : uint8_t {
   // sim devices with graph_option::sim_peers), on the destination's lane, reading the source's
   // memory where it lies (cuda/peer_directory.hpp):
   peer_copy, // out = operand a of lane k (count elements); with n != 0, a piece: out has n
-             // elements and a fills [m, m + count); the piece at m = 0 creates it
+             // elements and a fills [m, m + count); the piece at m = 0 creates it. With b a
+             // store range, lane k is a child process: b holds a's export (peer_export)
   peer_sum,  // out[i] = sum over the group of operand g[i + m] (count elements), g in the
-             // group's order: a is a store range of k entries {u32 lane, u32 0, u64 id}
+             // group's order: a is a store range of k peer_entry records
+  // Across child processes (CUDA IPC), on the source's lane: operand a (count elements) is
+  // exported into the store range out (an export_slot) for peer_copy and peer_sum to import.
+  peer_export,
+  // Every import of lane k's memory is closed (that lane's child is gone).
+  peer_forget,
 };
 
-constexpr std::size_t op_kind_count = 12;
+constexpr std::size_t op_kind_count = 14;
 
-// One entry of a peer_sum's group, as the planner writes it into the store.
+// One entry of a peer_sum's group, as the planner writes it into the store: an operand of a lane,
+// found in this process's peer directory, or (slot != no_offset) exported at that store offset.
 struct peer_entry {
   uint32_t lane = 0;
   uint32_t reserved = 0;
   uint64_t id = 0;
+  uint64_t slot = std::numeric_limits<uint64_t>::max();
 };
-static_assert(sizeof(peer_entry) == 16);
+static_assert(sizeof(peer_entry) == 24);
+
+// An operand exported by its child for others to map (CUDA IPC), as peer_export writes it into the
+// store: the memory handle of the allocation that holds the operand, and where in it the operand
+// starts.
+struct export_slot {
+  uint64_t bytes = 0;  // of the operand
+  uint64_t offset = 0; // of the operand in the allocation the handle maps (CUDA packs small ones)
+  int32_t pid = 0;     // the exporting child
+  uint32_t lane = 0;
+  int32_t index = 0;   // its device, cuda:index
+  uint32_t reserved = 0;
+  char handle[64] = {}; // cudaIpcMemHandle_t
+};
+static_assert(sizeof(export_slot) == 96);
 
 // "add", "matmul", ...; "op#N" for a value outside the enumeration.
 std::string to_string(op_kind k);

@@ -1,6 +1,7 @@
-// Direct transfers between CUDA GPUs in thread mode (peer access): moves and every collective
-// against the host computation, bit for bit, and against the store path. Needs two CUDA devices:
-// two GPUs with peer access, or one GPU seen twice (AG_CUDA_ORDINALS=0,0, two lanes on one GPU).
+// Direct transfers between CUDA GPUs, in thread mode (peer access) and between child processes
+// (CUDA IPC exports): moves and every collective against the host computation, bit for bit, and
+// against the store path. Needs two CUDA devices: two GPUs with peer access, or one GPU seen twice
+// (AG_CUDA_ORDINALS=0,0: two lanes, or two children, on one GPU).
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -27,10 +28,11 @@ bool two_peers() {
   return false;
 }
 
-ag::graph_option peers_option(bool peers = true) {
+ag::graph_option peers_option(bool peers = true, bool process = false) {
   ag::graph_option opt;
   opt.devices = ag::parse_devices("cuda:0,cuda:1");
   opt.peer_transfers = peers;
+  opt.per_device_per_process = process; // children read each other's memory through CUDA IPC
   opt.store_bytes = std::size_t{256} << 20;
   opt.transport = ag::test::transport_under_test();
   return opt;
@@ -53,8 +55,10 @@ TEST_CASE("a direct move between cuda peers keeps every bit and its source may g
           "[cuda][peers]") {
   if (!two_peers())
     return;
+  for (const bool process : {false, true}) {
+  INFO((process ? "process mode" : "thread mode"));
   ag::test::temp_dir dir{"cuda-peers"};
-  auto opt = peers_option();
+  auto opt = peers_option(true, process);
   opt.timeline_path = dir.file("timeline.json");
   {
     ag::runtime rt{opt};
@@ -76,13 +80,16 @@ TEST_CASE("a direct move between cuda peers keeps every bit and its source may g
   std::ifstream in{dir.file("timeline.json")};
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   CHECK_THAT(text, Contains(R"("name":"to","cat":"transfer")") && Contains(R"("path":"peer")"));
+  }
 }
 
 TEST_CASE("every collective over cuda peers equals the host computation bit for bit",
           "[cuda][peers]") {
   if (!two_peers())
     return;
-  ag::runtime rt{peers_option()};
+  for (const bool process : {false, true}) {
+  INFO((process ? "process mode" : "thread mode"));
+  ag::runtime rt{peers_option(true, process)};
   const std::vector<ag::device> devs{ag::device::cuda(0), ag::device::cuda(1)};
   // One-shot (up to 256 KiB per part) and two-shot sizes, odd ones among them.
   for (std::size_t n : {std::size_t{1}, std::size_t{1000}, std::size_t{65537},
@@ -116,16 +123,18 @@ TEST_CASE("every collective over cuda peers equals the host computation bit for 
     }
   }
   rt.sync();
-  CHECK(rt.stats().store_live_bytes == 0);
+  CHECK(rt.stats().store_live_bytes == 0); // the groups and exports went with their operands
+  }
 }
 
 TEST_CASE("cuda peers and the store path give the same bits for the same program",
           "[cuda][peers]") {
   if (!two_peers())
     return;
-  std::vector<std::vector<float>> results[2];
-  for (const bool peers : {true, false}) {
-    ag::runtime rt{peers_option(peers)};
+  std::vector<std::vector<float>> results[3];
+  for (int run = 0; run < 3; ++run) { // thread mode direct, process mode direct, the store
+    const bool peers = run < 2;
+    ag::runtime rt{peers_option(peers, run == 1)};
     const std::size_t n = 300007;
     std::vector<ag::tensor> parts;
     for (int i = 0; i < 2; ++i) {
@@ -133,11 +142,13 @@ TEST_CASE("cuda peers and the store path give the same bits for the same program
       parts.push_back(x * x);
     }
     const auto reduced = ag::all_reduce(parts);
-    results[peers ? 0 : 1].push_back((reduced[0].to(ag::device::cuda(1)) + reduced[1]).to_vector());
+    results[run].push_back((reduced[0].to(ag::device::cuda(1)) + reduced[1]).to_vector());
     for (const auto& t : ag::all_gather(reduced))
-      results[peers ? 0 : 1].push_back(t.to_vector());
+      results[run].push_back(t.to_vector());
   }
-  REQUIRE(results[0].size() == results[1].size());
-  for (std::size_t i = 0; i < results[0].size(); ++i)
-    CHECK(same_bits(results[0][i], results[1][i]));
+  for (int run = 1; run < 3; ++run) {
+    REQUIRE(results[0].size() == results[run].size());
+    for (std::size_t i = 0; i < results[0].size(); ++i)
+      CHECK(same_bits(results[0][i], results[run][i]));
+  }
 }
