@@ -275,13 +275,18 @@ void planner::schedule_flush() {
 }
 
 // Appends an operator to a lane's queue; returns its index there. deps: the writers of its
-// inputs; only those on other lanes are kept (and only moves have any).
+// inputs; only those on other lanes are kept (and only transfers have any), but for a node lane's
+// read of the store.
 uint64_t planner::enqueue(uint32_t l, const op_desc& op, std::initializer_list<dependency> deps) {
   auto& ln = lanes_[l];
   entry e;
   e.op = op;
+  // A lane on a node reads the store through the controller's copy of it, which holds what the
+  // lane itself wrote there only once that was acknowledged (Data-out comes before Done): such a
+  // read waits for its own lane's writer too.
+  const bool store_read_on_node = !ln.dev.local() && (op.a.on_host() || op.b.on_host());
   for (const auto& d : deps)
-    if (d.lane != l && d.index > 0)
+    if ((d.lane != l || store_read_on_node) && d.index > 0)
       e.deps.push_back(d);
   ln.queue.push_back(std::move(e));
   ++ln.entries;

@@ -2694,3 +2694,29 @@ TEST_CASE("a remote lane failing while another child's peer_sum over its part is
   CHECK(emu.forgotten[sim1] == std::set<uint32_t>{sim0});
   all_queues_empty(r);
 }
+
+TEST_CASE("a node lane's read of a store range its own lane wrote waits for that write's "
+          "acknowledgement",
+          "[planner][collectives]") {
+  auto s = setup_of(64 << 10, true, 3);
+  s.devices[sim0] = ag::device::sim(0).on("n1"); // its store is the node's, not the controller's
+  rig r{s};
+  auto on_node = [&](ag::op_request req) {
+    req.where = s.devices[sim0];
+    return req;
+  };
+  r.submit(on_node(upload(sim0, 1, {1, 2, 3, 4})));
+  r.submit(move_to(cpu, 2, 1, 4)); // n1/sim:0 writes a store range (Data-out, then Done)
+  r.submit(on_node(move_to(sim0, 3, 2, 4))); // and reads it back once the controller has it
+  const auto& q = r.plan.lane(sim0).queue;
+  REQUIRE(q.size() == 3);
+  REQUIRE(q.back().deps.size() == 1);
+  CHECK(q.back().deps.front().lane == sim0);
+  CHECK(q.back().deps.front().index == 2);
+  // The same on a lane of this machine needs no wait: the store is shared.
+  rig local{setup_of(64 << 10, true, 3)};
+  local.submit(upload(sim0, 1, {1, 2, 3, 4}));
+  local.submit(move_to(cpu, 2, 1, 4));
+  local.submit(move_to(sim0, 3, 2, 4));
+  CHECK(local.plan.lane(sim0).queue.back().deps.empty());
+}
