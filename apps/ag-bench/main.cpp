@@ -79,6 +79,7 @@ public:
   std::string timeline;
   std::string zmq_peer; // internal: this program as the peer of the ZMQ floor
   size_t node_streams = ag::graph_option{}.node_streams;
+  bool peers_process = false;
 
   bench_config() : ag::app::config("ag-bench", true) {
     opt_group{custom_options_, "global"}
@@ -94,6 +95,8 @@ public:
       .add(json, "json", "write every figure to this file as JSON")
       .add(timeline, "timeline", "write each mode's timeline to FILE.MODE.json (slows it down)")
       .add(node_streams, "node-streams", "node mode: graph_option::node_streams (default 8)")
+      .add(peers_process, "peers-process",
+           "peers mode: the devices in child processes (direct: CUDA IPC) instead of threads")
       .add(zmq_peer, "zmq-peer", "(internal) run as the peer process of the ZMQ floor");
   }
 };
@@ -587,7 +590,8 @@ int start(int argc, char** argv) {
     std::optional<ag::bench::peer_figures> peers;
     if ((peers_only || cfg.mode == "all") && peers_no.empty())
       peers = ag::bench::measure_peers(devices, peer_sizes_of(cfg.quick),
-                                       floors.launch ? floors.launch->launch_sync_us : NAN);
+                                       floors.launch ? floors.launch->launch_sync_us : NAN,
+                                       cfg.peers_process);
     auto get = [&](const std::string& mode, double mode_figures::*field) {
       auto it = modes.find(mode);
       return it == modes.end() ? NAN : it->second.*field;

@@ -46,18 +46,19 @@ void check_all(const ag::tensor& t, float expected, const std::string& what) {
                       + ", expected " + std::to_string(expected));
 }
 
-// Constructs a runtime in thread mode in `rt`.
+// Constructs a runtime in thread mode (or process mode) in `rt`.
 void start(std::optional<ag::runtime>& rt, const std::vector<ag::device>& devices, bool direct,
-           bool sim) {
+           bool sim, bool process) {
   ag::graph_option opt;
   opt.devices = devices;
-  opt.per_device_per_process = false;
+  opt.per_device_per_process = process;
   opt.peer_transfers = direct;
   opt.sim_peers = sim;
   try {
     rt.emplace(opt);
   } catch (const std::exception& e) {
-    throw cannot_start(std::string{"peers, thread mode ("} + (direct ? "direct" : "store")
+    throw cannot_start(std::string{"peers, "} + (process ? "process" : "thread") + " mode ("
+                       + (direct ? "direct" : "store")
                        + " path): " + e.what());
   }
 }
@@ -117,7 +118,7 @@ double measure_reduce(ag::runtime& rt, const std::vector<ag::device>& devices, s
 } // namespace
 
 peer_figures measure_peers(const std::vector<ag::device>& devices, const peer_sizes& n,
-                           double launch_sync_us) {
+                           double launch_sync_us, bool process) {
   if (devices.size() < 2)
     throw ag::error("peers: needs two devices or more");
   peer_figures f;
@@ -128,6 +129,7 @@ peer_figures measure_peers(const std::vector<ag::device>& devices, const peer_si
   f.sim = devices.front().type == ag::device::kind::sim;
   const bool cuda = devices.front().type == ag::device::kind::cuda;
   f.same_gpu = cuda && ag::cuda_ordinal(devices[0].index) == ag::cuda_ordinal(devices[1].index);
+  f.process = process;
   f.move_bytes = n.move_bytes;
   f.launch_sync_us = launch_sync_us;
 
@@ -155,7 +157,7 @@ peer_figures measure_peers(const std::vector<ag::device>& devices, const peer_si
   for (const bool direct : {true, false}) {
     const std::string path = direct ? "direct" : "store";
     std::optional<ag::runtime> rt;
-    start(rt, devices, direct, f.sim);
+    start(rt, devices, direct, f.sim, process);
     (direct ? f.move_direct_gbps : f.move_store_gbps) = measure_move(*rt, devices, n, path);
     for (auto& r : f.reduce) {
       const double us = measure_reduce(*rt, devices, r.bytes, r.repeats, path);
@@ -193,9 +195,9 @@ std::string json_num(double x) { return std::isnan(x) ? "null" : num(x, 4); }
 } // namespace
 
 void print_peer_table(const peer_figures& f, const std::vector<peer_row>& rows) {
-  std::printf("peers: %s, thread mode; direct: graph_option::peer_transfers (%s), store: "
+  std::printf("peers: %s, %s mode; direct: graph_option::peer_transfers (%s), store: "
               "peer_transfers = false%s\n",
-              f.devices.c_str(),
+              f.devices.c_str(), f.process ? "process" : "thread",
               f.sim ? "sim devices, sim_peers"
                     : (f.same_gpu ? "lanes of one GPU, AG_CUDA_ORDINALS" : "peer GPUs"),
               f.sim ? "; floors n/a on sim" : "");
@@ -220,6 +222,7 @@ void write_json_peers(std::ostream& o, const peer_figures* f, const std::vector<
     o << "{\"devices\": \"" << f->devices << "\", \"from\": \"" << f->from << "\", \"to\": \""
       << f->to << "\", \"group\": " << f->group << ", \"sim\": " << (f->sim ? "true" : "false")
       << ", \"same_gpu\": " << (f->same_gpu ? "true" : "false")
+      << ", \"process\": " << (f->process ? "true" : "false")
       << ", \"move_bytes\": " << f->move_bytes
       << ", \"move_direct_gbps\": " << json_num(f->move_direct_gbps)
       << ", \"move_store_gbps\": " << json_num(f->move_store_gbps)

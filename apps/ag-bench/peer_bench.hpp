@@ -42,6 +42,7 @@ struct peer_figures {
   std::size_t group = 0; // W: the devices of each all_reduce, every one of `devices`
   bool sim = false;    // sim devices: graph_option::sim_peers, no floors
   bool same_gpu = false; // devices[0] and devices[1] are lanes of one GPU (AG_CUDA_ORDINALS)
+  bool process = false;  // the devices run in child processes (direct: CUDA IPC exports)
   std::size_t move_bytes = 0;
   double move_direct_gbps = NAN, move_store_gbps = NAN; // .to(devices[1]) and sync(): median
   double move_floor_gbps = NAN;                         // the peer-copy floor at move_bytes
@@ -55,7 +56,7 @@ struct peer_figures {
 // (NaN: none). Throws cannot_start (node_bench.hpp) when a runtime does not start, ag::error when
 // a measurement fails or gives a wrong result.
 peer_figures measure_peers(const std::vector<ag::device>& devices, const peer_sizes& n,
-                           double launch_sync_us);
+                           double launch_sync_us, bool process = false);
 
 // One figure: on the direct path, on the store path, its floor and its target.
 struct peer_row {
