@@ -1,5 +1,6 @@
 #include "actorgraph/stop_signals.hpp"
 
+#include <cerrno>
 #include <csignal>
 #include <mutex>
 
@@ -18,6 +19,12 @@ constexpr int stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 struct sigaction previous[NSIG];
 
 extern "C" void on_stop_signal(int sig, siginfo_t* info, void* context) {
+  // The interrupted code may be about to read errno: what the clean-up's calls set is undone.
+  const int saved_errno = errno;
+  struct errno_restorer {
+    int value;
+    ~errno_restorer() { errno = value; }
+  } restore{saved_errno};
   cleanup::run();
   const struct sigaction& before = previous[sig];
   // sa_handler and sa_sigaction share storage: SIG_DFL reads the same through either, whatever

@@ -51,7 +51,9 @@ ag::graph_option option(int sims, bool process, std::size_t store_bytes = std::s
     opt.devices.push_back(device::sim(i));
   opt.per_device_per_process = process;
   opt.store_bytes = store_bytes;
-  opt.wait_timeout = wait;
+  // Hang guards, stretched where ThreadSanitizer slows every process many times over.
+  opt.wait_timeout = wait * ag::test::tsan_slow;
+  opt.progress_timeout = std::chrono::milliseconds{10000} * ag::test::tsan_slow;
   opt.transport = transport_under_test();
   return opt;
 }
