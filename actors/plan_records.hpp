@@ -29,6 +29,8 @@ struct entry {
   // A direct transfer: every operand it reads where it lies (a peer_sum's group is in the store,
   // out of the operator's own fields), through which a taint spreads to its result.
   std::vector<operand_id> sources;
+  // And the lanes they lie on (known after a source is released, while the entry still waits).
+  std::vector<uint32_t> source_lanes;
 };
 
 // The credit of one submitted operator, given back once operator `index` of the lane that holds

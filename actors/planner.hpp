@@ -221,14 +221,14 @@ private:
   // planner_collective.cpp
   bool stream_collective(held_request& h);
   std::string collective_blocker(const collective_request& c) const;
+  void fail_results(const collective_request& c, const std::string& why);
   std::string failed_participant(const collective_request& c) const;
   bool place_results(const collective_request& c);
   bool place_chunk(const collective_request& c, uint64_t at, uint64_t n);
   bool direct_group(const collective_request& c) const;
   bool place_direct(const collective_request& c);
   void gather_blocks(const collective_request& c, const std::vector<operand_id>& blocks,
-                     const std::vector<uint32_t>& block_lanes,
-                     const std::vector<dependency>& block_writers);
+                     const std::vector<uint32_t>& block_lanes);
   std::optional<uint64_t> write_group(const collective_request& c);
   uint64_t read_directly(uint32_t l, op_desc op, const std::vector<operand_id>& sources);
   void lose_rest(const collective_request& c, uint64_t at, const std::string& why);

@@ -18,6 +18,7 @@
 
 #include "actors/flow_control.hpp"
 #include "actors/planner.hpp"
+#include "cuda/kernel_stream.hpp"
 #include "ipc/timeline.hpp"
 #include "ipc/trace.hpp"
 
@@ -26,9 +27,6 @@ namespace ag {
 namespace {
 
 constexpr uint64_t no_offset = operand_ref::no_offset;
-
-// The most parts a peer_sum reads (cuda/kernel_stream.hpp, max_peer_parts).
-constexpr std::size_t kernel_stream_max_parts = 16;
 
 bool reduces(collective_kind k) {
   return k == collective_kind::all_reduce || k == collective_kind::reduce_scatter;
@@ -90,12 +88,7 @@ bool planner::stream_collective(held_request& h) {
   const auto& c = h.coll;
   if (!h.started) {
     if (auto why = collective_blocker(c); !why.empty()) {
-      for (operand_id out : c.outs) {
-        auto& rec = tensors_[out];
-        rec.placed = false;
-        rec.failure = why;
-      }
-      record(why);
+      fail_results(c, why);
       settle_collective(c);
       return true;
     }
@@ -104,13 +97,7 @@ bool planner::stream_collective(held_request& h) {
         const uint64_t bytes = c.parts.size() * sizeof(peer_entry);
         if (may_wait_for_space(bytes))
           return false;
-        const auto why = store_full(bytes, describe(c));
-        for (operand_id out : c.outs) {
-          tensors_[out] = placed_tensor(*lane_of(c.to[0]), no_offset, 0);
-          tensors_[out].placed = false;
-          tensors_[out].failure = why;
-        }
-        record(why);
+        fail_results(c, store_full(bytes, describe(c)));
         settle_collective(c);
         return true;
       }
@@ -156,6 +143,16 @@ bool planner::stream_collective(held_request& h) {
   note_path(to_string(c.kind), devices, false);
   settle_collective(c);
   return true;
+}
+
+// Every result of a collective that will not run: its readers get why (reported once).
+void planner::fail_results(const collective_request& c, const std::string& why) {
+  for (operand_id out : c.outs) {
+    auto& rec = tensors_[out] = tensor_rec{};
+    rec.placed = false; // never given memory
+    rec.failure = why;
+  }
+  record(why);
 }
 
 // Why the collective cannot start, or empty: an input unknown, tainted or on a failed lane, a
@@ -213,13 +210,7 @@ bool planner::place_results(const collective_request& c) {
         store_.deallocate(r.second, bytes);
       if (may_wait_for_space(bytes))
         return false;
-      const auto why = store_full(bytes, describe(c));
-      for (operand_id out : c.outs) {
-        tensors_[out] = placed_tensor(cpu_lane, no_offset, bytes);
-        tensors_[out].placed = false;
-        tensors_[out].failure = why;
-      }
-      record(why);
+      fail_results(c, store_full(bytes, describe(c)));
       return true;
     }
     ranges.emplace_back(c.outs[q], *off);
@@ -351,7 +342,7 @@ void planner::settle_collective(const collective_request& c) {
 // collective reads the inputs where they lie.
 bool planner::direct_group(const collective_request& c) const {
   // Without peers, this process's runners share no directory (even for a group of one).
-  if (peers_.empty() || c.parts.size() > kernel_stream_max_parts)
+  if (peers_.empty() || c.parts.size() > kernel_stream::max_peer_parts)
     return false;
   // One result per part, on its device (the API's groups; the two-shot blocks lie on them).
   if (c.kind != collective_kind::broadcast && c.to != c.from)
@@ -382,31 +373,6 @@ std::optional<uint64_t> planner::write_group(const collective_request& c) {
     return std::nullopt;
   store_upload(0, *off, reinterpret_cast<const float*>(group.data()), bytes);
   return off;
-}
-
-// Enqueues a direct transfer on lane l that reads `sources` where they lie: after each one's
-// writer (another child's: its export), and before each one's release (its readers). A peer_copy
-// of another child's operand names its export. Returns the operator's index.
-uint64_t planner::read_directly(uint32_t l, op_desc op, const std::vector<operand_id>& sources) {
-  auto& ln = lanes_[l];
-  entry e;
-  for (operand_id id : sources) {
-    const auto& rec = tensors_.at(id);
-    if (const auto d = source_dep(l, rec); d.lane != l && d.index > 0)
-      e.deps.push_back(d);
-    if (op.kind == op_kind::peer_copy && remote_read(l, rec))
-      op.b = {0, rec.export_slot};
-  }
-  e.op = op;
-  e.sources = sources;
-  ln.queue.push_back(std::move(e));
-  ++ln.entries;
-  const uint64_t index = ++ln.issued;
-  for (operand_id id : sources) {
-    add_reader(tensors_.at(id), {l, index});
-    note_direct_read({l, index}, tensors_.at(id), op.out.id);
-  }
-  return index;
 }
 
 // Places a collective over peer lanes in one go: false, with nothing changed, while the store has
@@ -467,7 +433,6 @@ bool planner::place_direct(const collective_request& c) {
     const uint64_t block = scatter ? total : (c.count + w - 1) / w;
     std::vector<operand_id> blocks;
     std::vector<uint32_t> block_lanes;
-    std::vector<dependency> block_writers;
     for (std::size_t r = 0; r < w && r * block < c.count; ++r) {
       const uint32_t l = lane_out(r);
       const uint64_t n = std::min(block, c.count - r * block);
@@ -481,13 +446,12 @@ bool planner::place_direct(const collective_request& c) {
         export_operand(id, block_slots[r]); // the other children gather it
       blocks.push_back(id);
       block_lanes.push_back(l);
-      block_writers.push_back(written);
     }
     for (std::size_t r = 0; r < block_slots.size(); ++r) // slots no block took
       if (r >= blocks.size() || tensors_.at(blocks[r]).export_slot != block_slots[r])
         store_.deallocate(block_slots[r], sizeof(export_slot));
     if (!scatter)
-      gather_blocks(c, blocks, block_lanes, block_writers); // which releases the blocks
+      gather_blocks(c, blocks, block_lanes); // which releases the blocks
   } else { // one-shot all_reduce
     for (std::size_t q = 0; q < c.outs.size(); ++q) {
       const uint32_t l = lane_out(q);
@@ -506,9 +470,7 @@ bool planner::place_direct(const collective_request& c) {
 // The two-shot all_reduce's second half: every lane copies each block into its result, then the
 // blocks go once every copy of them ran.
 void planner::gather_blocks(const collective_request& c, const std::vector<operand_id>& blocks,
-                            const std::vector<uint32_t>& block_lanes,
-                            const std::vector<dependency>& block_writers) {
-  (void)block_writers; // each block's writer is its record's, which read_directly waits for
+                            const std::vector<uint32_t>& block_lanes) {
   const uint64_t block = (c.count + c.parts.size() - 1) / c.parts.size();
   for (std::size_t q = 0; q < c.outs.size(); ++q) {
     const uint32_t l = *lane_of(c.to[q]);
@@ -559,9 +521,9 @@ std::string planner::no_direct_path(const std::vector<device>& devices) const {
           return a.str() + " and " + b.str() + " are different kinds of device";
         return "no peer access between " + a.str() + " and " + b.str();
       }
-  if (distinct.size() > kernel_stream_max_parts)
+  if (distinct.size() > kernel_stream::max_peer_parts)
     return std::to_string(distinct.size()) + " devices (a direct collective takes at most "
-           + std::to_string(kernel_stream_max_parts) + ")";
+           + std::to_string(kernel_stream::max_peer_parts) + ")";
   return "no direct path";
 }
 } // namespace ag

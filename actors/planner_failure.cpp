@@ -108,11 +108,8 @@ void planner::stand_in_for(uint32_t l, const std::string& why) {
       for (const auto& d : e.deps)
         waits = waits || (d.lane == l && d.index > done);
       // A direct transfer reads the failed lane's memory, which went with its runner.
-      if (!e.release && e.op.kind == op_kind::peer_copy && e.op.k == l)
-        waits = true;
-      for (operand_id id : e.sources)
-        if (auto it = tensors_.find(id); it != tensors_.end() && it->second.lane == l)
-          waits = true;
+      for (uint32_t s : e.source_lanes)
+        waits = waits || s == l;
       if (!waits)
         continue;
       e.deps.clear();

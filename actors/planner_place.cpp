@@ -112,14 +112,10 @@ placement planner::direct_move(uint32_t dst, op_request& req, uint64_t bytes) {
   std::vector<uint64_t> none;
   if (!export_all({req.a}, 0, none))
     return no_space(req.out, sizeof(export_slot), "the export of #" + std::to_string(req.a));
-  auto& src = tensors_.at(req.a);
-  op_desc op{op_kind::peer_copy, {req.out, no_offset}, {req.a, no_offset}, {}, req.count,
-             0, src.lane, 0};
-  if (remote_read(dst, src))
-    op.b = {0, src.export_slot};
-  const uint64_t index = enqueue(dst, op, {source_dep(dst, src)});
-  add_reader(src, {dst, index});
-  note_direct_read({dst, index}, src, req.out);
+  const auto& src = tensors_.at(req.a);
+  const op_desc op{op_kind::peer_copy, {req.out, no_offset}, {req.a, no_offset}, {}, req.count,
+                   0, src.lane, 0};
+  const uint64_t index = read_directly(dst, op, {req.a});
   note_path("to", {lanes_[src.lane].dev, req.where}, true);
   tensors_[req.out] = placed_tensor(dst, no_offset, bytes, {dst, index});
   return {false, {dst, index}};
@@ -142,15 +138,15 @@ dependency planner::source_dep(uint32_t reader, const tensor_rec& rec) const {
 // store has no room for them.
 bool planner::export_all(const std::vector<operand_id>& ids, std::size_t extra,
                          std::vector<uint64_t>& extra_slots) {
-  std::vector<operand_id> todo;
+  std::vector<operand_id> to_export;
   for (operand_id id : ids) {
     const auto& rec = tensors_.at(id);
     if (lanes_[rec.lane].remote && rec.export_slot == no_offset
-        && std::find(todo.begin(), todo.end(), id) == todo.end())
-      todo.push_back(id);
+        && std::find(to_export.begin(), to_export.end(), id) == to_export.end())
+      to_export.push_back(id);
   }
   std::vector<uint64_t> got;
-  while (got.size() < todo.size() + extra) {
+  while (got.size() < to_export.size() + extra) {
     auto off = store_.allocate(sizeof(export_slot));
     if (!off) {
       for (uint64_t o : got)
@@ -159,9 +155,9 @@ bool planner::export_all(const std::vector<operand_id>& ids, std::size_t extra,
     }
     got.push_back(*off);
   }
-  for (std::size_t i = 0; i < todo.size(); ++i)
-    export_operand(todo[i], got[i]);
-  extra_slots.assign(got.begin() + static_cast<std::ptrdiff_t>(todo.size()), got.end());
+  for (std::size_t i = 0; i < to_export.size(); ++i)
+    export_operand(to_export[i], got[i]);
+  extra_slots.assign(got.begin() + static_cast<std::ptrdiff_t>(to_export.size()), got.end());
   return true;
 }
 
@@ -173,6 +169,33 @@ void planner::export_operand(operand_id id, uint64_t slot) {
                    0, 0, 0};
   rec.export_slot = slot;
   rec.exported = {rec.lane, enqueue(rec.lane, op)};
+}
+
+// Enqueues a direct transfer on lane l that reads `sources` where they lie: after each one's
+// writer (another child's: its export), and before each one's release (its readers). A peer_copy
+// of another child's operand names its export. Returns the operator's index.
+uint64_t planner::read_directly(uint32_t l, op_desc op, const std::vector<operand_id>& sources) {
+  auto& ln = lanes_[l];
+  entry e;
+  for (operand_id id : sources) {
+    const auto& rec = tensors_.at(id);
+    if (const auto d = source_dep(l, rec); d.lane != l && d.index > 0)
+      e.deps.push_back(d);
+    if (op.kind == op_kind::peer_copy && remote_read(l, rec))
+      op.b = {0, rec.export_slot};
+  }
+  e.op = op;
+  e.sources = sources;
+  for (operand_id id : sources)
+    e.source_lanes.push_back(tensors_.at(id).lane);
+  ln.queue.push_back(std::move(e));
+  ++ln.entries;
+  const uint64_t index = ++ln.issued;
+  for (operand_id id : sources) {
+    add_reader(tensors_.at(id), {l, index});
+    note_direct_read({l, index}, tensors_.at(id), op.out.id);
+  }
+  return index;
 }
 
 // A read of a child's operand by another lane is watched until it ran (fail_lane).

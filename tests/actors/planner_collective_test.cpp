@@ -1881,6 +1881,16 @@ TEST_CASE("a direct op still queued when its source's lane goes down reads nothi
     r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1}, {3, 4},
                         {sim0, sim1}, 4));
   }
+  SECTION("a move whose source the user let go at once") {
+    r.submit(move_to(sim1, 3, 1, 4));
+    r.plan.release(1); // its record goes; its release waits for the copy
+  }
+  SECTION("an all_reduce whose parts the user let go at once") {
+    r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1}, {3, 4},
+                        {sim0, sim1}, 4));
+    r.plan.release(1);
+    r.plan.release(2);
+  }
   // Before the flush that would send the direct op, sim:0's runner goes, and its memory with it.
   const std::string why = "runner of sim:0 stopped: exited with code 3";
   r.plan.lane_down(sim0, why);
