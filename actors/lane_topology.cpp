@@ -54,7 +54,8 @@ void lane_topology::spawn(topology_setup& setup) {
   }
   // The children on nodes were started by their nodes (actors/node_client.hpp).
   const auto* net = setup.process && setup.process->network ? setup.process->network.get() : nullptr;
-  const auto peers = setup.peers ? std::make_shared<peer_directory>() : nullptr;
+  const auto peers =
+    setup.peers ? std::make_shared<peer_directory>(setup.devices.size()) : nullptr;
   for (uint32_t i = 0; i < setup.devices.size(); ++i) {
     const auto& dev = setup.devices[i];
     lane_actor l;

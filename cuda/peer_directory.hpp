@@ -8,10 +8,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <mutex>
 #include <string>
-#include <utility>
+#include <unordered_map>
+#include <vector>
 
 #include "actorgraph/device.hpp"
 #include "graph/op.hpp"
@@ -26,6 +26,10 @@ public:
     device dev; // where the memory is
   };
 
+  // Lanes 0 .. lanes - 1. Each lane's operands have a lock of their own: a runner publishing what
+  // it makes contends only with the readers of its own lane.
+  explicit peer_directory(std::size_t lanes) : lanes_(lanes) {}
+
   void publish(uint32_t lane, operand_id id, operand o);
   void withdraw(uint32_t lane, operand_id id) noexcept;
 
@@ -35,8 +39,11 @@ public:
   std::size_t size() const;
 
 private:
-  mutable std::mutex mtx_;
-  std::map<std::pair<uint32_t, operand_id>, operand> operands_;
+  struct lane_operands {
+    mutable std::mutex mtx;
+    std::unordered_map<operand_id, operand> operands;
+  };
+  std::vector<lane_operands> lanes_;
 };
 
 } // namespace ag
