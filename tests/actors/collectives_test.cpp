@@ -29,6 +29,7 @@
 #include "actors/replay.hpp"
 #include "ipc/trace.hpp"
 #include "tests/actors/process_helpers.hpp"
+#include "tests/actors/replay_helpers.hpp"
 #include "tests/actors/random_program.hpp"
 #include "tests/temp_files.hpp"
 
@@ -266,15 +267,7 @@ std::string error_of(F f) {
 }
 
 ag::replay_report replay_trace(const ag::trace::file& t, bool process) {
-  caf::actor_system_config cfg;
-  cfg.set("scheduler.max-threads", 2);
-  cfg.set("logger.console", caf::atom("none"));
-  caf::actor_system sys{cfg};
-  ag::replay_options opt;
-  opt.process = process;
-  opt.timeout = 20s;
-  opt.transport = transport_under_test();
-  return ag::replay(sys, t, opt);
+  return ag::test::replay_file(t, process);
 }
 
 } // namespace

@@ -9,8 +9,6 @@
 #include <string>
 #include <vector>
 
-#include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
 
 #include <actorgraph/actorgraph.hpp>
 
@@ -18,6 +16,7 @@
 #include "cuda/cpu_kernels.hpp"
 #include "ipc/trace.hpp"
 #include "tests/actors/process_helpers.hpp"
+#include "tests/actors/replay_helpers.hpp"
 #include "tests/actors/random_program.hpp"
 #include "tests/temp_files.hpp"
 
@@ -240,21 +239,12 @@ TEST_CASE("a trace with direct transfers replays in-process and is refused in pr
     ag::test::run_random_program(rt, 5, 40, &kept);
   }
   const auto t = ag::trace::read_file(dir.file("peers.trace"));
-  caf::actor_system_config cfg;
-  cfg.set("scheduler.max-threads", 2);
-  cfg.set("logger.console", caf::atom("none"));
-  caf::actor_system sys{cfg};
-  ag::replay_options ro;
-  ro.process = false;
-  ro.timeout = std::chrono::seconds{20};
-  ro.transport = ag::test::transport_under_test();
-  const auto report = ag::replay(sys, t, ro);
+  const auto report = ag::test::replay_file(t, false);
   INFO(report.divergence);
   CHECK(report.matched);
   CHECK(report.collectives >= 2);
   CHECK(report.reads >= 1);
-  ro.process = true;
-  CHECK_THROWS_WITH(ag::replay(sys, t, ro),
+  CHECK_THROWS_WITH(ag::test::replay_file(t, true),
                     Contains("direct transfers between device lanes of one process")
                       && Contains("--mode=inproc"));
 }

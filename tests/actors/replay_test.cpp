@@ -27,6 +27,7 @@
 #include "ipc/trace.hpp"
 #include "ipc/wire.hpp"
 #include "tests/actors/process_helpers.hpp"
+#include "tests/actors/replay_helpers.hpp"
 #include "tests/actors/random_program.hpp"
 #include "tests/temp_files.hpp"
 
@@ -48,18 +49,7 @@ void record_program(const std::string& path, bool process, uint32_t seed) {
   run_random_program(rt, seed, 50, &kept);
 }
 
-ag::replay_report replay_file(const ag::trace::file& t, bool process, double tolerance = 0) {
-  caf::actor_system_config cfg;
-  cfg.set("scheduler.max-threads", 2);
-  cfg.set("logger.console", caf::atom("none"));
-  caf::actor_system sys{cfg};
-  ag::replay_options opt;
-  opt.process = process;
-  opt.tolerance = tolerance;
-  opt.timeout = std::chrono::seconds{20};
-  opt.transport = transport_under_test();
-  return ag::replay(sys, t, opt);
-}
+using ag::test::replay_file;
 
 // The trace's records encoded again, after `change` had its way with them.
 template <class F>
