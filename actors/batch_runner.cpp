@@ -67,7 +67,7 @@ batch_runner::batch_runner(batch_runner_setup setup, runner_answers& out)
   if (setup_.pin_store)
     stream_->register_host(setup_.store_base, setup_.store_size);
   runner_ = std::make_unique<naive_runner>(*stream_, setup_.store_base, setup_.store_size,
-                                           setup_.lane, setup_.peers.get());
+                                           setup_.lane, setup_.peers.get(), setup_.exports);
 }
 
 batch_runner::~batch_runner() = default;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "actorgraph/device.hpp"
+#include "cuda/export_wait.hpp"
 #include "graph/op.hpp"
 
 namespace ag {
@@ -43,6 +44,8 @@ struct batch_runner_setup {
   completion_board* board = nullptr;      // null: the answers alone
   // The operands of this process's peer lanes (direct transfers); null: none.
   std::shared_ptr<peer_directory> peers;
+  // How a read of another child's export waits for it (cuda/export_wait.hpp).
+  export_wait_policy exports;
 };
 
 class batch_runner {

@@ -14,10 +14,13 @@
 
 namespace ag {
 
-// "operator `index` of lane `lane` has run".
+// "operator `index` of lane `lane` has run" or, with `sent`, "has been sent to its runner": a
+// direct read of another child's export needs only the export sent (its runner waits for the
+// export's slot, its stream for the exporter's event; graph/export_slot.hpp).
 struct dependency {
   uint32_t lane = 0;
   uint64_t index = 0;
+  bool sent = false;
 };
 
 // One entry of a lane's queue: an operator, or the release of an operand (no index).
@@ -91,6 +94,8 @@ struct direct_read {
   dependency reader;
   uint32_t from = 0; // the lane read from
   operand_id out = 0;
+  dependency exported; // the export it reads: until that has run, the reader may be waiting for it
+  uint64_t slot = operand_ref::no_offset; // and where that export lies
 };
 
 // A tensor given memory: on `lane`, at `offset` for cpu tensors, written by `writer`.

@@ -8,6 +8,7 @@
 
 #include "actors/flow_control.hpp"
 #include "graph/deadline.hpp"
+#include "graph/export_slot.hpp"
 #include "ipc/completion_board.hpp"
 #include "ipc/timeline.hpp"
 #include "ipc/trace.hpp"
@@ -229,6 +230,7 @@ void planner::start_deadline(std::chrono::milliseconds start_timeout) {
 
 void planner::stop() {
   stopping_ = true;
+  mark_exports_gone(std::nullopt); // a read still waiting for an export stops waiting
   if (board_) // a user's thread waiting on the board asks, and hears the runtime is gone
     board_->fault();
   record_live();
@@ -327,12 +329,14 @@ void planner::retire(uint32_t l) {
 }
 
 // Sends every lane what it can run now: a prefix of its queue whose dependencies are met. A
-// broadcast larger than max_broadcast_bytes is cut into several, in order.
+// broadcast larger than max_broadcast_bytes is cut into several, in order. A lane whose reads wait
+// only for exports sent in this pass to a lane after it gets its batch in one more broadcast.
 void planner::dispatch() {
   timeline::scoped_span span{timeline_.get(), ::getpid(), 0, "dispatch", "executor"};
   const uint64_t batches_before = batches_, operators_before = operators_;
-  for (bool cut = true; cut;) {
-    cut = false;
+  for (bool again = true; again;) {
+    bool cut = false;
+    const uint64_t batches_then = batches_;
     wire::execute_msg broadcast;
     std::size_t budget = max_broadcast_bytes_ == 0 ? SIZE_MAX
                                                    : max_broadcast_bytes_ - wire::max_length_bytes;
@@ -341,11 +345,24 @@ void planner::dispatch() {
     // One broadcast serves every child (each runs the batch of its own lane).
     if (!broadcast.batches.empty())
       sent_broadcast(std::move(broadcast));
+    again = cut || (batches_ != batches_then && sendable());
   }
   if (batches_ == batches_before)
     return span.drop(); // nothing was sent: no span
   span.add("batches", batches_ - batches_before);
   span.add("operators", operators_ - operators_before);
+}
+
+// True when a lane's next entry could be sent now.
+bool planner::sendable() const {
+  for (const auto& ln : lanes_) {
+    if (ln.queue.empty() || ln.down || !ln.failed.empty())
+      continue;
+    const auto& deps = ln.queue.front().deps;
+    if (std::all_of(deps.begin(), deps.end(), [&](const auto& d) { return satisfied(d); }))
+      return true;
+  }
+  return false;
 }
 
 // The batch of lane l: run now (a lane of this process) or added to the broadcast (remote), as
@@ -384,6 +401,8 @@ bool planner::dispatch_lane(uint32_t l, wire::execute_msg& broadcast, std::size_
   }
   if (b.ops.empty() && b.no_hold.empty())
     return cut;
+  if (ln.remote && store_base_ != nullptr) // before the readers of its exports can look
+    export_slots::clear_all(b, store_base_, store_.capacity());
   ln.sent += b.ops.size();
   ln.entries_sent += b.ops.size() + b.no_hold.size();
   ln.in_flight.push_back(ln.entries_sent);
@@ -429,7 +448,8 @@ std::string planner::op_name(const op_request& req) const {
 
 // A failed lane runs nothing more: nothing waits for it.
 bool planner::satisfied(const dependency& d) const {
-  return lanes_[d.lane].done >= d.index || !lanes_[d.lane].failed.empty();
+  const auto& ln = lanes_[d.lane];
+  return (d.sent ? ln.sent : ln.done) >= d.index || !ln.failed.empty();
 }
 
 // A failed lane runs nothing more; a child process, though, may still be running what it was

@@ -186,6 +186,7 @@ private:
   void settle(const op_request& req, std::optional<uint32_t> l, dependency retire);
   void retire(uint32_t l);
   void dispatch();
+  bool sendable() const;
   bool dispatch_lane(uint32_t l, wire::execute_msg& broadcast, std::size_t& budget);
   void record_live();
   std::optional<uint32_t> lane_of(const device& d) const;
@@ -251,6 +252,7 @@ private:
   void taint(operand_id out, std::string why);
   std::string blocker(const op_request& req, std::optional<uint32_t> l) const;
   void fail_lane(uint32_t l, const std::string& why);
+  void mark_exports_gone(std::optional<uint32_t> l);
   void stand_in_for(uint32_t l, const std::string& why);
   void taint_readers(std::unordered_map<uint64_t, std::string> staged = {});
   void fail_startup(const std::string& why);
@@ -277,6 +279,7 @@ private:
   void check_queued();
   void schedule_progress_check();
   void progressed(uint32_t l);
+  bool waits_for_export(uint32_t l) const;
   uint64_t readable_broadcasts() const noexcept;
 
   planner_outbox& out_;

@@ -19,6 +19,7 @@
 #include "actors/flow_control.hpp"
 #include "actors/planner.hpp"
 #include "cuda/kernel_stream.hpp"
+#include "graph/export_slot.hpp"
 #include "ipc/timeline.hpp"
 #include "ipc/trace.hpp"
 

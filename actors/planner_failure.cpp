@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "actors/planner.hpp"
+#include "graph/export_slot.hpp"
 #include "ipc/completion_board.hpp"
 
 namespace ag {
@@ -70,6 +71,7 @@ void planner::fail_lane(uint32_t l, const std::string& why) {
   ln.queue.clear();
   if (ln.remote && !ln.down) // a child runs nothing more for a failed lane: it goes
     out_.kill(l);
+  mark_exports_gone(l);
   for (auto& [id, rec] : tensors_) {
     const bool lost = rec.lane == l || (rec.writer.lane == l && rec.writer.index > ln.done);
     if (lost && rec.failure.empty())
@@ -95,6 +97,21 @@ void planner::fail_lane(uint32_t l, const std::string& why) {
   dispatch();
   check_queued(); // a failed lane no longer holds the others back
   collect();
+}
+
+// The exports of lane l (of every lane: none) that reads were sent for but that it has not written
+// yet never will be: those readers, which may already be waiting, read their exporter as gone
+// (NaN, and the planner taints what they write), and the watchdog's watch of them starts again
+// now. A slot a sent read names stays allocated until that read has run.
+void planner::mark_exports_gone(std::optional<uint32_t> l) {
+  for (const auto& r : direct_reads_) {
+    if ((l && r.from != *l) || r.slot == operand_ref::no_offset
+        || lanes_[r.reader.lane].done >= r.reader.index)
+      continue;
+    if (store_base_ != nullptr)
+      export_slots::mark_gone(store_base_ + r.slot);
+    progressed(r.reader.lane);
+  }
 }
 
 // The operators of other lanes that wait for what failed lane l has not run, or that would read

@@ -7,6 +7,7 @@
 
 #include "actors/planner.hpp"
 #include "graph/deadline.hpp"
+#include "graph/export_slot.hpp"
 #include "ipc/trace.hpp"
 
 namespace ag {
@@ -128,9 +129,14 @@ bool planner::remote_read(uint32_t reader, const tensor_rec& rec) const {
   return rec.lane != reader && lanes_[rec.lane].remote;
 }
 
-// What a direct read on lane `reader` of rec waits for: its export, or its writer.
+// What a direct read on lane `reader` of rec waits for: its export sent (the reader's runner and
+// stream wait for the rest: graph/export_slot.hpp), or its writer run.
 dependency planner::source_dep(uint32_t reader, const tensor_rec& rec) const {
-  return remote_read(reader, rec) ? rec.exported : rec.writer;
+  if (!remote_read(reader, rec))
+    return rec.writer;
+  dependency d = rec.exported;
+  d.sent = true;
+  return d;
 }
 
 // Exports every operand of `ids` that lies on a child and is not exported yet, and takes `extra`
@@ -209,7 +215,7 @@ void planner::note_direct_read(dependency reader, const tensor_rec& source, oper
                                   || !lanes_[r.reader.lane].failed.empty();
                          }),
           v.end());
-  v.push_back({reader, source.lane, out});
+  v.push_back({reader, source.lane, out, source.exported, source.export_slot});
 }
 
 // Records a direct reader of rec, forgetting those that have run (or whose lane failed).

@@ -75,6 +75,8 @@ void planner::check_progress() {
     if (!ln.remote || !ln.failed.empty() || ln.down
         || ln.broadcasts_received >= readable_broadcasts())
       continue;
+    if (waits_for_export(l)) // the exporter is the one to watch; this child's watch restarts
+      progressed(l);
     if (now - ln.last_progress < progress_timeout_) {
       watching = true;
       continue;
@@ -102,6 +104,17 @@ void planner::delivered(uint64_t count) {
 
 uint64_t planner::readable_broadcasts() const noexcept {
   return tracks_delivery_ ? std::min(delivered_, window_.seq()) : window_.seq();
+}
+
+// True when lane l was sent a direct read of an export that has not run yet: its runner may be
+// waiting for it, reading no broadcasts, for as long as the exporter takes.
+bool planner::waits_for_export(uint32_t l) const {
+  return std::any_of(direct_reads_.begin(), direct_reads_.end(), [&](const direct_read& r) {
+    return r.reader.lane == l && lanes_[l].sent >= r.reader.index
+           && lanes_[l].done < r.reader.index && r.exported.index > 0
+           && lanes_[r.exported.lane].done < r.exported.index
+           && lanes_[r.exported.lane].failed.empty();
+  });
 }
 
 // Any word from a remote lane's child shows that it makes progress.

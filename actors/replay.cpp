@@ -18,6 +18,7 @@
 #include "actors/process_env.hpp"
 #include "actors/protocol.hpp"
 #include "graph/deadline.hpp"
+#include "graph/export_slot.hpp"
 #include "ipc/tensor_store.hpp"
 #include "ipc/trace.hpp"
 #include "ipc/wire.hpp"
@@ -332,6 +333,7 @@ private:
     ++report_.messages;
     const std::string where = "local batch (record " + std::to_string(r.index) + ")";
     note_sent(x.b, where);
+    export_slots::clear_all(x.b, store_base_, store_bytes_); // as the planner does
     if (topo_->remote(x.b.lane)) {
       wire::execute_msg m;
       m.batches.push_back(x.b);
@@ -352,6 +354,7 @@ private:
     wire::execute_msg remote;
     for (auto& b : m.batches) {
       note_sent(b, where);
+      export_slots::clear_all(b, store_base_, store_bytes_); // as the planner does
       if (topo_->remote(b.lane))
         remote.batches.push_back(b);
       else
@@ -403,7 +406,8 @@ private:
     // A read waits for the operator that wrote the tensor, as the runtime's read does: on the
     // shared-memory path a read can be recorded before the acknowledgement it waited for.
     if (auto w = written_at_.find(x.id); w != written_at_.end()) {
-      const auto [lane, index] = w->second;
+      const uint32_t lane = w->second.lane;
+      const uint64_t index = w->second.index;
       const std::string what =
         "the read of #" + std::to_string(x.id) + " (record " + std::to_string(r.index) + ")";
       wait_answers(lane, [index = index](const replay_lane& ln) {

@@ -76,7 +76,7 @@ private:
 
 } // namespace
 
-uint64_t kernel_stream::export_memory(const void*, char (&)[64]) {
+uint64_t kernel_stream::export_memory(const void*, char (&)[64], char (&)[64]) {
   throw error(device().str() + ": its memory cannot be shared with another process (only CUDA "
                                "memory can, through CUDA IPC)");
 }
@@ -84,6 +84,11 @@ uint64_t kernel_stream::export_memory(const void*, char (&)[64]) {
 const void* kernel_stream::import_memory(const char (&)[64], uint32_t lane) {
   throw error(device().str() + ": cannot map the memory of lane " + std::to_string(lane)
               + " from another process (only CUDA memory can be, through CUDA IPC)");
+}
+
+void kernel_stream::wait_export(const char (&)[64], uint32_t lane) {
+  throw error(device().str() + ": cannot wait for an event of lane " + std::to_string(lane)
+              + " from another process (only CUDA streams can, through CUDA IPC)");
 }
 
 std::unique_ptr<kernel_stream> make_cpu_stream(const ag::device& d) {

@@ -17,12 +17,12 @@
 #include <vector>
 
 #include <cublas_v2.h>
-#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include "actorgraph/error.hpp"
 #include "cuda/caching_allocator.hpp"
 #include "cuda/cuda_error.hpp"
+#include "cuda/cuda_ipc.hpp"
 #include "cuda/cuda_kernels.cuh"
 #include "cuda/kernel_stream.hpp"
 
@@ -192,7 +192,8 @@ public:
       gpu_(cuda_ordinal(index_)),
       allocator_(gpu_),
       stream_(make_stream_handle()),
-      sum_scratch_(static_cast<double*>(allocator_.allocate(cuda::sum_scratch_bytes()))) {}
+      sum_scratch_(static_cast<double*>(allocator_.allocate(cuda::sum_scratch_bytes()))),
+      ipc_(ag::device::cuda(index_)) {}
 
   // Members are destroyed in reverse: cuBLAS, then the stream, then the allocator, whose blocks
   // no queued kernel reads any more once the stream has been synchronized here.
@@ -201,8 +202,7 @@ public:
     if (cudaGetDevice(&current) != cudaSuccess || current != gpu_)
       AG_CUDA_TRY_NOTHROW(cudaSetDevice(gpu_));
     AG_CUDA_TRY_NOTHROW(cudaStreamSynchronize(stream_.get()));
-    for (auto& [key, imp] : imports_)
-      AG_CUDA_TRY_NOTHROW(cudaIpcCloseMemHandle(imp.ptr));
+    ipc_.close_all();
     for (auto& r : regions_)
       unpin(r);
   }
@@ -331,75 +331,30 @@ public:
     cuda::sum_parts(out, parts, n_parts, count, stream_.get());
   }
 
-  // The driver packs small allocations into larger ones, and a handle maps the whole of one: the
-  // operand's offset in it comes from the driver (cuMemGetAddressRange, found through the runtime,
-  // so that nothing links libcuda).
-  uint64_t export_memory(const void* ptr, char (&handle)[64]) override {
-    static_assert(sizeof(cudaIpcMemHandle_t) == 64);
-    cudaIpcMemHandle_t h{};
-    AG_CUDA_TRY(cudaIpcGetMemHandle(&h, const_cast<void*>(ptr)));
-    std::memcpy(handle, &h, sizeof h);
-    using range_fn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
-    static const range_fn range = [] {
-      void* fn = nullptr;
-      cudaDriverEntryPointQueryResult found{};
-      if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault,
-                                           &found)
-            != cudaSuccess
-          || found != cudaDriverEntryPointSuccess)
-        fn = nullptr;
-      return reinterpret_cast<range_fn>(fn);
-    }();
-    if (range == nullptr)
-      throw error(device().str() + ": the driver has no cuMemGetAddressRange (needed to export "
-                                   "memory to another process)");
-    CUdeviceptr base = 0;
-    size_t size = 0;
-    const auto p = reinterpret_cast<CUdeviceptr>(ptr);
-    if (range(&base, &size, p) != CUDA_SUCCESS)
-      throw error(device().str() + ": cuMemGetAddressRange failed for an exported operand");
-    return static_cast<uint64_t>(p - base);
+  uint64_t export_memory(const void* ptr, char (&handle)[64], char (&event)[64]) override {
+    return ipc_.export_memory(ptr, stream_.get(), handle, event);
   }
 
-  // One mapping per exported allocation: the exporter's caching allocator hands the same block
-  // (hence the same handle) out again, and CUDA maps a handle once per process.
   const void* import_memory(const char (&handle)[64], uint32_t lane) override {
-    const std::string key(handle, sizeof handle);
-    if (auto it = imports_.find(key); it != imports_.end())
-      return it->second.ptr;
-    cudaIpcMemHandle_t h{};
-    std::memcpy(&h, handle, sizeof h);
-    void* p = nullptr;
-    AG_CUDA_TRY(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess));
-    imports_.emplace(key, import{p, lane});
-    return p;
+    return ipc_.import_memory(handle, lane);
+  }
+
+  void wait_export(const char (&event)[64], uint32_t lane) override {
+    ipc_.wait_export(event, lane, stream_.get());
   }
 
   // Queued copies may still read the mappings: the stream is synchronized first.
   void forget_imports(uint32_t lane) noexcept override {
-    bool synced = false;
-    for (auto it = imports_.begin(); it != imports_.end();) {
-      if (it->second.lane != lane) {
-        ++it;
-        continue;
-      }
-      if (!synced)
-        AG_CUDA_TRY_NOTHROW(cudaStreamSynchronize(stream_.get()));
-      synced = true;
-      AG_CUDA_TRY_NOTHROW(cudaIpcCloseMemHandle(it->second.ptr));
-      it = imports_.erase(it);
-    }
+    if (!ipc_.holds(lane))
+      return;
+    AG_CUDA_TRY_NOTHROW(cudaStreamSynchronize(stream_.get()));
+    ipc_.forget(lane);
   }
 
   // Also where a failed kernel reports: errors while running are sticky and surface here.
   void synchronize() override { AG_CUDA_TRY(cudaStreamSynchronize(stream_.get())); }
 
 private:
-  struct import {
-    void* ptr;
-    uint32_t lane;
-  };
-  std::map<std::string, import> imports_; // handle bytes -> mapping, closed by the destructor
   // Enables this GPU's access to the memory of `from`'s GPU, once; with `needed`, a GPU it cannot
   // reach is an error.
   void reach(const ag::device& from, bool needed) {
@@ -432,6 +387,7 @@ private:
   cublas_ptr cublas_;
   double* sum_scratch_; // from allocator_, which frees it
   std::vector<host_region> regions_; // registered host memory, pinned chunk by chunk
+  cuda_ipc ipc_; // exports and imports across child processes; closed by the destructor
   // For a copy from or to host memory at p of `bytes`: pins the chunk of a registered region that
   // p lies in, and returns how many of the bytes lie in that chunk (all of them when p lies in no
   // region).

@@ -46,12 +46,16 @@ public:
                          std::size_t n_parts, std::size_t count) = 0;
 
   // Across child processes (CUDA IPC). export_memory: the memory handle of the allocation that
-  // holds ptr (memory this stream handed out), and ptr's offset in it. import_memory: another
-  // process's exported allocation, mapped into this one once and kept (as lane `lane`'s) until
-  // forget_imports(lane) or the stream's end; the operand is at the offset from it. A cpu or sim
-  // stream throws: its memory is its process's own.
-  virtual uint64_t export_memory(const void* ptr, char (&handle)[64]);
+  // holds ptr (memory this stream handed out), and ptr's offset in it; it also records this
+  // stream's interprocess event after everything enqueued so far, and gives its handle.
+  // import_memory: another process's exported allocation, mapped into this one once and kept (as
+  // lane `lane`'s) until forget_imports(lane) or the stream's end; the operand is at the offset
+  // from it. wait_export: what this stream enqueues next waits for the exporter's event (opened
+  // once and kept likewise) as it was last recorded. A cpu or sim stream throws: its memory is its
+  // process's own.
+  virtual uint64_t export_memory(const void* ptr, char (&handle)[64], char (&event)[64]);
   virtual const void* import_memory(const char (&handle)[64], uint32_t lane);
+  virtual void wait_export(const char (&event)[64], uint32_t lane);
   virtual void forget_imports(uint32_t lane) noexcept { (void)lane; }
 
   // Makes host memory (the tensor store) fast to copy from and to: on CUDA, copies pin

@@ -8,12 +8,15 @@
 
 #include "actorgraph/error.hpp"
 #include "cuda/peer_directory.hpp"
+#include "graph/export_slot.hpp"
 
 namespace ag {
 
 namespace {
 
 constexpr std::size_t float_bytes = sizeof(float);
+// What a read of an exporter that went writes: the controller taints the result with the failure.
+const float lost_value = std::numeric_limits<float>::quiet_NaN();
 
 // count * 4, or an error for counts no memory could hold.
 std::size_t bytes_of(const op_desc& op, uint64_t count) {
@@ -164,21 +167,42 @@ peer_directory::operand naive_runner::peer_operand(const op_desc& op, uint32_t l
                   + stream_.device().str());
     return {it->second.ptr, it->second.bytes, stream_.device()};
   }
-  if (slot != operand_ref::no_offset) {
-    const auto* x = static_cast<const export_slot*>(input(op, {0, slot}, sizeof(export_slot)));
-    if (x->lane != lane || x->pid == 0)
-      throw error(describe(op) + ": the export of operand #" + std::to_string(id) + " of lane "
-                  + std::to_string(lane) + " was not written (slot at store@"
-                  + std::to_string(slot) + ")");
-    const auto* p = static_cast<const std::byte*>(stream_.import_memory(x->handle, lane));
-    return {const_cast<std::byte*>(p) + x->offset, static_cast<std::size_t>(x->bytes),
-            device::cuda(x->index)};
-  }
+  if (slot != operand_ref::no_offset)
+    return imported(op, lane, id, slot);
   if (!peers_)
     throw error(describe(op) + ": " + stream_.device().str() + " cannot read lane "
                 + std::to_string(lane) + "'s operands (no peer lanes in this process, and no "
                   "export of it)");
   return peers_->find(lane, id, describe(op));
+}
+
+// Operand `id` of lane `lane`, a child that exports it at `slot`: once the export is written
+// (it may come in the same broadcast as this read), its allocation mapped, and this stream made to
+// wait for the exporter's event, so that what runs next reads it after its writer.
+peer_directory::operand naive_runner::imported(const op_desc& op, uint32_t lane, operand_id id,
+                                               uint64_t slot) {
+  auto* at = static_cast<std::byte*>(input(op, {0, slot}, sizeof(export_slot)));
+  const auto what = [&] {
+    return describe(op) + ": the export of operand #" + std::to_string(id) + " of lane "
+           + std::to_string(lane) + " (slot at store@" + std::to_string(slot) + ")";
+  };
+  switch (wait_for_export(at, exports_)) {
+    case export_state::ready: break;
+    case export_state::gone: return {nullptr, 0, device::cuda(0)};
+    case export_state::pending:
+      throw error(what() + " was not written within " + std::to_string(exports_.timeout.count())
+                  + " ms");
+    default: throw error(what() + " holds no valid state");
+  }
+  export_slot x;
+  std::memcpy(static_cast<void*>(&x), at, sizeof x);
+  if (x.lane != lane || x.pid == 0)
+    throw error(what() + " was written by lane " + std::to_string(x.lane) + ", pid "
+                + std::to_string(x.pid));
+  const auto* p = static_cast<const std::byte*>(stream_.import_memory(x.handle, lane));
+  stream_.wait_export(x.event, lane);
+  return {const_cast<std::byte*>(p) + x.offset, static_cast<std::size_t>(x.bytes),
+          device::cuda(x.index)};
 }
 
 void naive_runner::run_peer(const op_desc& op) {
@@ -188,15 +212,15 @@ void naive_runner::run_peer(const op_desc& op) {
   }
   if (op.kind == op_kind::peer_export) {
     const auto bytes = bytes_of(op, op.count);
-    auto* x = static_cast<export_slot*>(output(op, op.out, sizeof(export_slot)));
+    auto* at = static_cast<std::byte*>(output(op, op.out, sizeof(export_slot)));
     const void* p = input(op, op.a, bytes);
-    export_slot slot;
-    slot.offset = stream_.export_memory(p, slot.handle);
-    slot.bytes = bytes;
-    slot.pid = static_cast<int32_t>(::getpid());
-    slot.lane = lane_;
-    slot.index = stream_.device().index;
-    std::memcpy(static_cast<void*>(x), &slot, sizeof slot);
+    export_slot x;
+    x.offset = stream_.export_memory(p, x.handle, x.event);
+    x.bytes = bytes;
+    x.pid = static_cast<int32_t>(::getpid());
+    x.lane = lane_;
+    x.index = stream_.device().index;
+    export_slots::publish(at, x);
     return;
   }
   if (op.out.on_host())
@@ -204,11 +228,13 @@ void naive_runner::run_peer(const op_desc& op) {
   if (op.kind == op_kind::peer_copy) {
     const auto bytes = bytes_of(op, op.count);
     const auto src = peer_operand(op, static_cast<uint32_t>(op.k), op.a.id, op.b.offset);
-    if (src.bytes != bytes)
+    if (src.ptr != nullptr && src.bytes != bytes)
       throw error(describe(op) + ": operand #" + std::to_string(op.a.id) + " of lane "
                   + std::to_string(op.k) + " holds " + std::to_string(src.bytes)
                   + " bytes, the op needs " + std::to_string(bytes));
     void* dst = op.n != 0 ? piece(op, op.out, true) : output(op, op.out, bytes);
+    if (src.ptr == nullptr) // its exporter went: the controller fails what this writes
+      return stream_.fill(static_cast<float*>(dst), op.count, lost_value);
     stream_.copy_peer(dst, src.ptr, src.dev, bytes);
     return;
   }
@@ -220,8 +246,11 @@ void naive_runner::run_peer(const op_desc& op) {
     input(op, op.a, static_cast<std::size_t>(op.k) * sizeof(peer_entry)));
   const float* parts[kernel_stream::max_peer_parts];
   device from[kernel_stream::max_peer_parts];
-  for (uint64_t r = 0; r < op.k; ++r) {
+  bool lost = false;
+  for (uint64_t r = 0; r < op.k && !lost; ++r) {
     const auto src = peer_operand(op, group[r].lane, group[r].id, group[r].slot);
+    if ((lost = src.ptr == nullptr)) // its exporter went: the controller fails what this writes
+      break;
     if (op.m > src.bytes / float_bytes || op.count > src.bytes / float_bytes - op.m)
       throw error(describe(op) + ": elements [" + std::to_string(op.m) + ", +"
                   + std::to_string(op.count) + ") lie outside operand #"
@@ -229,8 +258,11 @@ void naive_runner::run_peer(const op_desc& op) {
     parts[r] = static_cast<const float*>(src.ptr) + op.m;
     from[r] = src.dev;
   }
-  stream_.sum_peers(static_cast<float*>(output(op, op.out, bytes_of(op, op.count))), parts, from,
-                    static_cast<std::size_t>(op.k), static_cast<std::size_t>(op.count));
+  auto* out = static_cast<float*>(output(op, op.out, bytes_of(op, op.count)));
+  if (lost)
+    return stream_.fill(out, static_cast<std::size_t>(op.count), lost_value);
+  stream_.sum_peers(out, parts, from, static_cast<std::size_t>(op.k),
+                    static_cast<std::size_t>(op.count));
 }
 
 void naive_runner::release(operand_id id) noexcept {

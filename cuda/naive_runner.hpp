@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <unordered_map>
 
+#include "cuda/export_wait.hpp"
 #include "cuda/kernel_stream.hpp"
 #include "cuda/peer_directory.hpp"
 #include "graph/op.hpp"
@@ -16,11 +17,13 @@ namespace ag {
 class naive_runner {
 public:
   // With peers, it runs lane `lane` of its process: it publishes every operand it creates there
-  // and reads peer lanes' operands from there (peer_copy, peer_sum).
+  // and reads peer lanes' operands from there (peer_copy, peer_sum). A read of another child's
+  // export waits for it as `exports` says.
   naive_runner(kernel_stream& stream, std::byte* store_base, std::size_t store_size,
-               uint32_t lane = 0, peer_directory* peers = nullptr) noexcept
+               uint32_t lane = 0, peer_directory* peers = nullptr,
+               export_wait_policy exports = {}) noexcept
     : stream_(stream), store_base_(store_base), store_size_(store_size), lane_(lane),
-      peers_(peers) {}
+      peers_(peers), exports_(exports) {}
 
   ~naive_runner();
 
@@ -54,14 +57,17 @@ private:
   float* piece(const op_desc& op, const operand_ref& ref, bool destination);
   // peer_copy, peer_sum, peer_export, peer_forget.
   void run_peer(const op_desc& op);
+  // A peer's operand where it lies; ptr null: its exporter went before it wrote the export.
   peer_directory::operand peer_operand(const op_desc& op, uint32_t lane, operand_id id,
                                        uint64_t slot);
+  peer_directory::operand imported(const op_desc& op, uint32_t lane, operand_id id, uint64_t slot);
 
   kernel_stream& stream_;
   std::byte* store_base_;
   std::size_t store_size_;
   uint32_t lane_;
   peer_directory* peers_;
+  export_wait_policy exports_;
   std::unordered_map<operand_id, buffer> operands_;
   std::size_t live_bytes_ = 0;
 };

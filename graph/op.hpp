@@ -38,7 +38,8 @@ enum class op_kind : uint8_t {
   peer_sum,  // out[i] = sum over the group of operand g[i + m] (count elements), g in the
              // group's order: a is a store range of k peer_entry records
   // Across child processes (CUDA IPC), on the source's lane: operand a (count elements) is
-  // exported into the store range out (an export_slot) for peer_copy and peer_sum to import.
+  // exported into the store range out (an export_slot, graph/export_slot.hpp) for peer_copy and
+  // peer_sum to import.
   peer_export,
   // Every import of lane k's memory is closed (that lane's child is gone).
   peer_forget,
@@ -56,19 +57,6 @@ struct peer_entry {
 };
 static_assert(sizeof(peer_entry) == 24);
 
-// An operand exported by its child for others to map (CUDA IPC), as peer_export writes it into the
-// store: the memory handle of the allocation that holds the operand, and where in it the operand
-// starts.
-struct export_slot {
-  uint64_t bytes = 0;  // of the operand
-  uint64_t offset = 0; // of the operand in the allocation the handle maps (CUDA packs small ones)
-  int32_t pid = 0;     // the exporting child
-  uint32_t lane = 0;
-  int32_t index = 0;   // its device, cuda:index
-  uint32_t reserved = 0;
-  char handle[64] = {}; // cudaIpcMemHandle_t
-};
-static_assert(sizeof(export_slot) == 96);
 
 // "add", "matmul", ...; "op#N" for a value outside the enumeration.
 std::string to_string(op_kind k);

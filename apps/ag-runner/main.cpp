@@ -110,6 +110,7 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
       rs.channel = channel;
       rs.reader = args.lane - 1;
       rs.spin = std::chrono::nanoseconds{cfg.spin_ns};
+      rs.runner.exports.spin = rs.spin;
       stream = ag::spawn_ring_reader(sys, std::move(rs), pusher, caf::actor_cast<caf::actor>(self));
     } else {
       stream = caf::actor_cast<caf::actor>(ag::spawn_stream_actor(

@@ -4,10 +4,13 @@
 // (AG_CUDA_ORDINALS=0,0: two lanes, or two children, on one GPU).
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <actorgraph/actorgraph.hpp>
@@ -151,4 +154,38 @@ TEST_CASE("cuda peers and the store path give the same bits for the same program
     for (std::size_t i = 0; i < results[0].size(); ++i)
       CHECK(same_bits(results[0][i], results[run][i]));
   }
+}
+
+TEST_CASE("a child killed before it writes its export fails a direct all_reduce on every "
+          "participant, and the child waiting for that export goes on",
+          "[cuda][peers]") {
+  if (!two_peers())
+    return;
+  using namespace ag::test;
+  {
+    ag::runtime rt{peers_option(true, true)};
+    const std::size_t n = 1000;
+    const auto h1 = values(n, 2);
+    const auto a = rt.from_vector({static_cast<int64_t>(n)}, values(n, 1), ag::device::cuda(0));
+    const auto b = rt.from_vector({static_cast<int64_t>(n)}, h1, ag::device::cuda(1));
+    rt.sync();
+    const pid_t exporter = runner_of_lane(1); // cuda:0
+    REQUIRE(exporter > 0);
+    ::kill(exporter, SIGSTOP);
+    // cuda:1 is sent its part's export and its sum at once, and its runner waits in the sum for
+    // cuda:0's export, which never comes.
+    const auto reduced = ag::all_reduce({a, b});
+    std::this_thread::sleep_for(std::chrono::milliseconds{300});
+    ::kill(exporter, SIGKILL);
+    for (const auto& t : reduced) {
+      INFO("the result on " << t.device().str());
+      CHECK_THROWS_WITH(t.to_vector(), Contains("cuda:0") && Contains("signal 9"));
+    }
+    CHECK_THROWS_WITH(rt.sync(), Contains("cuda:0"));
+    std::vector<float> twice(n);
+    ag::cpu::binary(ag::op_kind::add, h1.data(), h1.data(), twice.data(), n);
+    CHECK(same_bits((b + b).to_vector(), twice)); // cuda:1 goes on
+  }
+  CHECK(runner_children().empty());
+  CHECK(my_shm().empty());
 }

@@ -20,6 +20,7 @@
 #include "actors/flow_control.hpp"
 #include "actors/planner.hpp"
 #include "graph/collective.hpp"
+#include "graph/export_slot.hpp"
 #include "ipc/wire.hpp"
 #include "tests/actors/planner_rig.hpp"
 
@@ -166,7 +167,7 @@ struct emulator {
           REQUIRE_FALSE(op.b.on_host());
         }
         const std::vector<float> v =
-          import ? imported(lane, from, op.a.id, op.b.offset) : in_place(from, op.a.id);
+          import ? imported(lane, from, op.a.id, op.b.offset, op.count) : in_place(from, op.a.id);
         REQUIRE(v.size() == op.count);
         if (op.n == 0 || op.m == 0) // it creates its result, which must not exist yet
           REQUIRE(mem[lane].count(op.out.id) == 0);
@@ -198,7 +199,7 @@ struct emulator {
           if (import)
             REQUIRE(g.slot != no_offset);
           const std::vector<float> whole =
-            import ? imported(lane, g.lane, g.id, g.slot) : in_place(g.lane, g.id);
+            import ? imported(lane, g.lane, g.id, g.slot, op.m + op.count) : in_place(g.lane, g.id);
           REQUIRE(op.m + op.count <= whole.size());
           const auto part = slice(whole, op.m, op.count);
           acc = acc.empty() ? part : sum_of(acc, part);
@@ -227,7 +228,9 @@ struct emulator {
         std::memcpy(x.handle, &op.a.id, sizeof op.a.id);
         REQUIRE(op.out.offset <= r.store.size());
         REQUIRE(sizeof x <= r.store.size() - op.out.offset);
-        std::memcpy(r.store.data() + op.out.offset, &x, sizeof x);
+        // The planner cleared the slot before it sent this export.
+        CHECK(ag::export_slots::load(r.store.data() + op.out.offset) != ag::export_state::ready);
+        ag::export_slots::publish(r.store.data() + op.out.offset, x);
         exports.push_back({lane, op.a.id});
         break;
       }
@@ -252,11 +255,19 @@ struct emulator {
 
   // Operand id of lane `from`, read by a child through the export slot at `slot`: the slot must
   // hold that operand's export, written by its lane's peer_export, and the reader must not have
-  // forgotten that lane's exports.
-  std::vector<float> imported(uint32_t lane, uint32_t from, ag::operand_id id, uint64_t slot) {
+  // forgotten that lane's exports. A slot the planner marked gone (its exporter failed first)
+  // reads as `lost` NaNs, as a runner reads it.
+  std::vector<float> imported(uint32_t lane, uint32_t from, ag::operand_id id, uint64_t slot,
+                              std::size_t lost) {
     INFO("lane " << lane << " imports #" << id << " of lane " << from << " through slot " << slot);
     REQUIRE(slot <= r.store.size());
     REQUIRE(sizeof(ag::export_slot) <= r.store.size() - slot);
+    const auto state = ag::export_slots::load(r.store.data() + slot);
+    REQUIRE(state != ag::export_state::pending); // step() waits for it
+    if (state == ag::export_state::gone) {
+      lost_imports.push_back({lane, id});
+      return filled(lost, std::numeric_limits<float>::quiet_NaN());
+    }
     ag::export_slot x;
     std::memcpy(&x, r.store.data() + slot, sizeof x);
     REQUIRE(x.pid != 0); // written by a peer_export
@@ -295,19 +306,48 @@ struct emulator {
     return v;
   }
 
-  // Runs lane l's next batch and acknowledges it; false when it has none (or is dead).
+  // True when op, on a child, imports an export whose slot is still pending: its runner waits
+  // there (cuda/export_wait.hpp) until the exporter writes it or the planner marks it gone.
+  bool waits_for_export(uint32_t lane, const ag::op_desc& op) {
+    if (!r.plan.lane(lane).remote)
+      return false;
+    auto pending = [&](uint64_t slot) {
+      return slot <= r.store.size() && sizeof(ag::export_slot) <= r.store.size() - slot
+             && ag::export_slots::load(r.store.data() + slot) == ag::export_state::pending;
+    };
+    if (op.kind == ag::op_kind::peer_copy && op.k != lane && op.b.on_host())
+      return pending(op.b.offset);
+    if (op.kind != ag::op_kind::peer_sum || !op.a.on_host()
+        || op.k * sizeof(ag::peer_entry) > r.store.size() - std::min(op.a.offset, r.store.size()))
+      return false;
+    std::vector<ag::peer_entry> group(op.k);
+    std::memcpy(group.data(), r.store.data() + op.a.offset, op.k * sizeof(ag::peer_entry));
+    for (const auto& g : group)
+      if (g.lane != lane && g.slot != no_offset && pending(g.slot))
+        return true;
+    return false;
+  }
+
+  // Runs lane l's next operators, as far as it can, and acknowledges its batch once all ran;
+  // false when it has none (or is dead) or its next operator waits for an export.
   bool step(uint32_t l) {
     if (dead.count(l) > 0 || ran[l] >= sent(l))
       return false;
     const bool remote = r.plan.lane(l).remote;
     // A copy: done() may send more.
     const ag::batch b = remote ? inbox[l][ran[l]] : r.out.runs[l][ran[l]];
-    ++ran[l];
     REQUIRE(b.lane == l);
-    if (remote) // its child read every broadcast so far
+    std::size_t& i = at[l];
+    const std::size_t first = i;
+    if (remote && first == 0) // its child read every broadcast so far
       r.plan.received(l, broadcasts_read);
-    for (const auto& op : b.ops)
-      execute(l, op);
+    for (; i < b.ops.size(); ++i) {
+      if (waits_for_export(l, b.ops[i]))
+        return i > first;
+      execute(l, b.ops[i]);
+    }
+    i = 0;
+    ++ran[l];
     for (ag::operand_id id : b.no_hold) {
       released.push_back({l, id});
       mem[l].erase(id);
@@ -346,6 +386,7 @@ struct emulator {
   rig& r;
   std::map<uint32_t, std::map<ag::operand_id, std::vector<float>>> mem;
   std::map<uint32_t, std::size_t> ran;
+  std::map<uint32_t, std::size_t> at; // operators of its next batch run so far
   std::set<uint32_t> dead;
   std::vector<std::pair<uint32_t, ag::operand_id>> released; // in the order they ran
   // Process mode: each child's batches from the broadcasts, and how many broadcasts were read.
@@ -353,6 +394,7 @@ struct emulator {
   std::size_t broadcasts_read = 0;
   std::vector<std::pair<uint32_t, ag::operand_id>> exports; // lane, operand: peer_exports run
   std::vector<std::pair<uint32_t, ag::operand_id>> imports; // reader lane, operand: through slots
+  std::vector<std::pair<uint32_t, ag::operand_id>> lost_imports; // of exporters that went
   std::map<uint32_t, std::set<uint32_t>> forgotten;         // lane -> lanes it ran peer_forget of
 };
 
@@ -2054,20 +2096,24 @@ TEST_CASE("a move between two remote peer lanes is a peer_export on the source t
   CHECK(dep_str(t->writer) == "2:1");
   CHECK(t->export_slot == no_offset); // nobody reads it from another lane yet
 
-  // The export goes out alone: the copy waits for its acknowledgement.
+  REQUIRE(q1[0].deps.size() == 1);
+  CHECK(q1[0].deps[0].sent); // the export sent, not run: no acknowledgement between them
+
+  // The export and the copy go out in one broadcast: the copy's runner waits for the slot, its
+  // stream for the exporter's event.
   r.drain();
   REQUIRE(r.out.broadcasts.size() == 2);
-  REQUIRE(r.out.broadcasts[1].batches.size() == 1);
+  REQUIRE(r.out.broadcasts[1].batches.size() == 2);
   CHECK(r.out.broadcasts[1].batches[0].lane == sim0);
-  CHECK(last_broadcast_ops(r, sim1).empty());
-  REQUIRE(emu.step(sim0));
-  r.drain();
-  REQUIRE(r.out.broadcasts.size() == 3);
   const auto sent = last_broadcast_ops(r, sim1);
   REQUIRE(sent.size() == 1);
   CHECK(fields(sent[0]) == imported_copy_fields(2, 1, 4, sim0, slot));
+  CHECK(ag::export_slots::load(r.store.data() + slot) == ag::export_state::pending);
+  CHECK_FALSE(emu.step(sim1)); // its copy waits for the export
+  REQUIRE(emu.step(sim0));
   ag::export_slot x;
   std::memcpy(&x, r.store.data() + slot, sizeof x);
+  CHECK(x.state == static_cast<uint32_t>(ag::export_state::ready));
   CHECK(x.lane == sim0);
   CHECK(x.pid != 0);
   CHECK(x.bytes == 16);
@@ -2448,30 +2494,37 @@ TEST_CASE("a remote lane failing taints what another child read of it unacknowle
   emu.run_all();
   REQUIRE(emu.on(sim1, 2) == std::vector<float>{1, 2, 3, 4});
 
-  r.submit(move_to(sim2, 3, 1, 4)); // #1 is exported already: the copy goes out at once
-  r.submit(move_to(sim1, 4, 5, 4)); // waits for #5's export
+  r.submit(move_to(sim2, 3, 1, 4)); // #1 is exported already
+  r.submit(move_to(sim1, 4, 5, 4)); // goes out with #5's export
+  const uint64_t slot5 = r.plan.tensor(5)->export_slot;
   r.drain();
   const auto sent2 = last_broadcast_ops(r, sim2);
   REQUIRE(sent2.size() == 1);
   CHECK(fields(sent2[0])
         == imported_copy_fields(3, 1, 4, sim0, r.plan.tensor(1)->export_slot));
-  CHECK(last_broadcast_ops(r, sim1).empty());
-  REQUIRE(r.plan.lane(sim1).queue.size() == 1);
-  CHECK(r.plan.lane(sim1).queue[0].op.kind == ag::op_kind::peer_copy);
+  const auto sent1 = last_broadcast_ops(r, sim1);
+  REQUIRE(sent1.size() == 1);
+  CHECK(fields(sent1[0]) == imported_copy_fields(4, 5, 4, sim0, slot5));
+  CHECK(r.plan.lane(sim1).queue.empty());
+  CHECK_FALSE(emu.step(sim1)); // its copy waits for #5's export, which sim:0 never writes
   const uint64_t sim1_issued = r.plan.lane(sim1).issued;
   const uint64_t sim2_issued = r.plan.lane(sim2).issued;
   const uint64_t sim3_issued = r.plan.lane(sim3).issued;
   const auto before = r.sync();
 
-  // sim:0 fails before sim:2 acknowledged its copy and before sim:1's copy was sent.
+  // sim:0 fails before sim:2 acknowledged its copy and before it wrote #5's export, which sim:1
+  // waits for: that slot reads as gone, the export of #1 (written) stays as it is.
   r.plan.failed(sim0, 3, "peer_export: out of memory");
   emu.dead.insert(sim0);
   const std::string why = "sim:0: peer_export: out of memory";
   CHECK(r.out.kills == std::vector<uint32_t>{sim0});
+  CHECK(ag::export_slots::load(r.store.data() + slot5) == ag::export_state::gone);
+  CHECK(ag::export_slots::load(r.store.data() + r.plan.tensor(1)->export_slot)
+        == ag::export_state::ready);
   CHECK(r.plan.tensor(2)->failure.empty()); // acknowledged before: healthy
   CHECK_THAT(r.plan.tensor(3)->failure, Contains("sim:0")); // sent, unacknowledged
   CHECK(r.plan.tensor(3)->failure == why);
-  CHECK(r.plan.tensor(4)->failure == why); // queued: a NaN stand-in
+  CHECK(r.plan.tensor(4)->failure == why); // sent, its export gone
   CHECK(r.plan.tensor(7)->failure.empty());
   // Each other remote peer forgets sim:0's exports, after what it was sent; sim:3 is no peer.
   CHECK(r.plan.lane(sim1).issued == sim1_issued + 1);
@@ -2479,17 +2532,15 @@ TEST_CASE("a remote lane failing taints what another child read of it unacknowle
   CHECK(r.plan.lane(sim3).issued == sim3_issued);
   const auto after1 = last_broadcast_ops(r, sim1);
   const auto after2 = last_broadcast_ops(r, sim2);
-  REQUIRE(after1.size() == 2);
-  CHECK(after1[0].kind == ag::op_kind::fill);
-  CHECK(after1[0].out.id == 4);
-  CHECK(std::isnan(after1[0].scalar));
-  CHECK(fields(after1[1]) == forget_fields(sim0));
+  REQUIRE(after1.size() == 1);
+  CHECK(fields(after1[0]) == forget_fields(sim0));
   REQUIRE(after2.size() == 1);
   CHECK(fields(after2[0]) == forget_fields(sim0));
   CHECK(last_broadcast_ops(r, sim3).empty());
 
   emu.run_all();
   CHECK(all_nan(emu.on(sim1, 4)));
+  CHECK(emu.lost_imports == std::vector<std::pair<uint32_t, ag::operand_id>>{{sim1, 5}});
   CHECK(emu.forgotten[sim1] == std::set<uint32_t>{sim0});
   CHECK(emu.forgotten[sim2] == std::set<uint32_t>{sim0});
   CHECK(emu.forgotten[sim3].empty());
@@ -2673,9 +2724,10 @@ TEST_CASE("a remote lane failing while another child's peer_sum over its part is
   r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1}, {11, 12},
                       {sim0, sim1}, 4));
   r.drain();
-  REQUIRE(emu.step(sim0)); // the exports
-  REQUIRE(emu.step(sim1));
-  r.drain();
+  // Each lane was sent its export and its sum at once. sim:0 writes its export, then its sum
+  // waits for sim:1's.
+  REQUIRE(emu.step(sim0));
+  CHECK_FALSE(emu.step(sim0));
   REQUIRE(emu.unrun(sim1) == 1);
   const auto sent1 = emu.ops_sent(sim1);
   REQUIRE_FALSE(sent1.empty());
@@ -2684,6 +2736,7 @@ TEST_CASE("a remote lane failing while another child's peer_sum over its part is
   SECTION("not acknowledged") {}
   SECTION("acknowledged") {
     REQUIRE(emu.step(sim1));
+    REQUIRE(emu.unrun(sim1) == 0);
     acknowledged = true;
   }
   const uint64_t issued = r.plan.lane(sim1).issued;
@@ -2729,4 +2782,77 @@ TEST_CASE("a node lane's read of a store range its own lane wrote waits for that
   local.submit(move_to(cpu, 2, 1, 4));
   local.submit(move_to(sim0, 3, 2, 4));
   CHECK(local.plan.lane(sim0).queue.back().deps.empty());
+}
+
+TEST_CASE("a direct read on a lane before its exporter's goes out in one more broadcast of the "
+          "same dispatch",
+          "[planner][peers]") {
+  rig r{remote_peers({sim0, sim1})};
+  emulator emu{r};
+  r.submit(upload(sim1, 1, {5, 6, 7}));
+  emu.run_all();
+  const std::size_t before = r.out.broadcasts.size();
+  r.submit(move_to(sim0, 2, 1, 3)); // sim:0 (lane 1) reads sim:1's (lane 2) operand
+  const uint64_t slot = r.plan.tensor(1)->export_slot;
+  r.drain();
+  // sim:1's export, then sim:0's copy: nothing waits for an acknowledgement between them.
+  REQUIRE(r.out.broadcasts.size() == before + 2);
+  REQUIRE(r.out.broadcasts[before].batches.size() == 1);
+  CHECK(r.out.broadcasts[before].batches[0].lane == sim1);
+  CHECK(fields(r.out.broadcasts[before].batches[0].ops.at(0)) == export_fields(slot, 1, 3));
+  REQUIRE(r.out.broadcasts[before + 1].batches.size() == 1);
+  CHECK(r.out.broadcasts[before + 1].batches[0].lane == sim0);
+  CHECK(fields(r.out.broadcasts[before + 1].batches[0].ops.at(0))
+        == imported_copy_fields(2, 1, 3, sim1, slot));
+  CHECK_FALSE(emu.step(sim0)); // it waits for the export
+  emu.run_all();
+  CHECK(emu.on(sim0, 2) == std::vector<float>{5, 6, 7});
+  const auto s = r.sync();
+  CHECK_FALSE(r.out.answer_of(s).code);
+}
+
+TEST_CASE("the watchdog spares a child waiting for an export that has not run, and fails the "
+          "exporter that read nothing",
+          "[planner][peers]") {
+  auto s = remote_peers({sim0, sim1});
+  s.progress_timeout = 0ms;
+  rig r{std::move(s)};
+  emulator emu{r};
+  r.submit(upload(sim0, 1, {1, 2}));
+  emu.run_all();
+  r.submit(move_to(sim1, 2, 1, 2));
+  const uint64_t slot = r.plan.tensor(1)->export_slot;
+  r.drain();
+  REQUIRE(last_broadcast_ops(r, sim1).size() == 1); // the copy, sent with the export
+  // Neither child read the broadcast. sim:1's runner may be waiting in its copy for sim:0's
+  // export: only sim:0 is failed.
+  r.plan.check_progress();
+  CHECK_THAT(r.plan.lane(sim0).failed, Contains("sim:0 made no progress"));
+  CHECK(r.plan.lane(sim1).failed.empty());
+  CHECK(r.out.kills == std::vector<uint32_t>{sim0});
+  CHECK(ag::export_slots::load(r.store.data() + slot) == ag::export_state::gone);
+  CHECK_THAT(r.plan.tensor(2)->failure, Contains("sim:0 made no progress"));
+  // With its exporter gone, sim:1 is watched as any child: it reads, and is spared.
+  emu.dead.insert(sim0);
+  emu.run_all();
+  r.plan.check_progress();
+  CHECK(r.plan.lane(sim1).failed.empty());
+  CHECK(all_nan(emu.on(sim1, 2)));
+}
+
+TEST_CASE("stopping marks every export a sent read still waits for as gone", "[planner][peers]") {
+  rig r{remote_peers({sim0, sim1})};
+  emulator emu{r};
+  r.submit(upload(sim0, 1, {1, 2}));
+  r.submit(upload(sim0, 3, {3, 4}));
+  emu.run_all();
+  r.submit(move_to(sim1, 2, 1, 2));
+  emu.run_all(); // read and acknowledged: its slot stays as written
+  r.submit(move_to(sim1, 4, 3, 2));
+  r.drain();
+  const uint64_t done_slot = r.plan.tensor(1)->export_slot;
+  const uint64_t waited_slot = r.plan.tensor(3)->export_slot;
+  r.plan.stop();
+  CHECK(ag::export_slots::load(r.store.data() + done_slot) == ag::export_state::ready);
+  CHECK(ag::export_slots::load(r.store.data() + waited_slot) == ag::export_state::gone);
 }

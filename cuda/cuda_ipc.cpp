@@ -1,0 +1,134 @@
+#include "cuda/cuda_ipc.hpp"
+
+#include <cstring>
+
+#include <cuda.h>
+
+#include "actorgraph/error.hpp"
+#include "cuda/cuda_error.hpp"
+
+namespace ag {
+
+namespace {
+
+static_assert(sizeof(cudaIpcMemHandle_t) == 64 && sizeof(cudaIpcEventHandle_t) == 64);
+
+// The driver packs small allocations into larger ones, and a handle maps the whole of one: the
+// operand's offset in it comes from the driver (cuMemGetAddressRange, found through the runtime,
+// so that nothing links libcuda).
+uint64_t offset_in_allocation(const void* ptr, const ag::device& dev) {
+  using range_fn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
+  static const range_fn range = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault,
+                                         &found)
+          != cudaSuccess
+        || found != cudaDriverEntryPointSuccess)
+      fn = nullptr;
+    return reinterpret_cast<range_fn>(fn);
+  }();
+  if (range == nullptr)
+    throw error(dev.str() + ": the driver has no cuMemGetAddressRange (needed to export memory "
+                            "to another process)");
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  const auto p = reinterpret_cast<CUdeviceptr>(ptr);
+  if (range(&base, &size, p) != CUDA_SUCCESS)
+    throw error(dev.str() + ": cuMemGetAddressRange failed for an exported operand");
+  return static_cast<uint64_t>(p - base);
+}
+
+} // namespace
+
+uint64_t cuda_ipc::export_memory(const void* ptr, cudaStream_t stream, char (&handle)[64],
+                                 char (&event)[64]) {
+  cudaIpcMemHandle_t h{};
+  AG_CUDA_TRY(cudaIpcGetMemHandle(&h, const_cast<void*>(ptr)));
+  std::memcpy(handle, &h, sizeof h);
+  const uint64_t offset = offset_in_allocation(ptr, dev_);
+  if (own_ == nullptr) {
+    cudaEvent_t e = nullptr;
+    AG_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming | cudaEventInterprocess));
+    cudaIpcEventHandle_t eh{};
+    if (const auto st = cudaIpcGetEventHandle(&eh, e); st != cudaSuccess) {
+      (void)cudaEventDestroy(e);
+      AG_CUDA_TRY(st);
+    }
+    own_ = e;
+    std::memcpy(own_handle_, &eh, sizeof eh);
+  }
+  AG_CUDA_TRY(cudaEventRecord(own_, stream));
+  std::memcpy(event, own_handle_, sizeof own_handle_);
+  return offset;
+}
+
+// One mapping per exported allocation: the exporter's caching allocator hands the same block
+// (hence the same handle) out again, and CUDA maps a handle once per process.
+const void* cuda_ipc::import_memory(const char (&handle)[64], uint32_t lane) {
+  std::string key(handle, sizeof handle);
+  if (auto it = mappings_.find(key); it != mappings_.end())
+    return it->second.ptr;
+  cudaIpcMemHandle_t h{};
+  std::memcpy(&h, handle, sizeof h);
+  void* p = nullptr;
+  AG_CUDA_TRY(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess));
+  mappings_.emplace(std::move(key), mapping{p, lane});
+  return p;
+}
+
+void cuda_ipc::wait_export(const char (&event)[64], uint32_t lane, cudaStream_t stream) {
+  std::string key(event, sizeof event);
+  auto it = events_.find(key);
+  if (it == events_.end()) {
+    cudaIpcEventHandle_t h{};
+    std::memcpy(&h, event, sizeof h);
+    cudaEvent_t e = nullptr;
+    AG_CUDA_TRY(cudaIpcOpenEventHandle(&e, h));
+    it = events_.emplace(std::move(key), opened_event{e, lane}).first;
+  }
+  AG_CUDA_TRY(cudaStreamWaitEvent(stream, it->second.event, 0));
+}
+
+void cuda_ipc::forget(uint32_t lane) noexcept {
+  for (auto it = mappings_.begin(); it != mappings_.end();) {
+    if (it->second.lane != lane) {
+      ++it;
+      continue;
+    }
+    AG_CUDA_TRY_NOTHROW(cudaIpcCloseMemHandle(it->second.ptr));
+    it = mappings_.erase(it);
+  }
+  for (auto it = events_.begin(); it != events_.end();) {
+    if (it->second.lane != lane) {
+      ++it;
+      continue;
+    }
+    AG_CUDA_TRY_NOTHROW(cudaEventDestroy(it->second.event));
+    it = events_.erase(it);
+  }
+}
+
+bool cuda_ipc::holds(uint32_t lane) const noexcept {
+  for (const auto& [key, m] : mappings_)
+    if (m.lane == lane)
+      return true;
+  for (const auto& [key, e] : events_)
+    if (e.lane == lane)
+      return true;
+  return false;
+}
+
+void cuda_ipc::close_all() noexcept {
+  for (auto& [key, m] : mappings_)
+    AG_CUDA_TRY_NOTHROW(cudaIpcCloseMemHandle(m.ptr));
+  mappings_.clear();
+  for (auto& [key, e] : events_)
+    AG_CUDA_TRY_NOTHROW(cudaEventDestroy(e.event));
+  events_.clear();
+  if (own_ != nullptr)
+    AG_CUDA_TRY_NOTHROW(cudaEventDestroy(own_));
+  own_ = nullptr;
+}
+
+} // namespace ag

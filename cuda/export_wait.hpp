@@ -1,0 +1,24 @@
+// export_wait: how a reader's runner waits for an export it is about to read
+// (graph/export_slot.hpp) to be written by another child. The export is normally sent in the same broadcast as the read,
+// so it is a few microseconds away: the wait spins first, then sleeps in growing steps (up to a
+// millisecond) until the slot is ready or gone, or the deadline passes.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+#include "graph/export_slot.hpp"
+
+namespace ag {
+
+struct export_wait_policy {
+  std::chrono::nanoseconds spin{std::chrono::microseconds{50}};
+  // The longest a read waits for its export: the exporter's lane fails (and the controller marks
+  // the slot gone) long before, unless the controller itself is gone.
+  std::chrono::milliseconds timeout{60000};
+};
+
+// The slot's state once it is no longer pending, or pending when the deadline passed.
+export_state wait_for_export(const std::byte* slot, const export_wait_policy& policy);
+
+} // namespace ag

@@ -1,0 +1,84 @@
+// export_slot: an operand exported by its child for other children to read (CUDA IPC), as
+// peer_export writes it into a store range the planner took for it (graph/op.hpp). Besides the
+// memory handle of the allocation that holds the operand, it carries the exporter's interprocess
+// event, recorded on its stream right after the operand's writer: a reader's stream waits for that
+// event before it reads, so the order between the children is kept by the GPUs, not by a round trip
+// through the controller. The readers may be sent in the same broadcast as the export; they watch
+// `state`, which the exporter sets last and the controller clears before it sends the export.
+//
+// The store is shared memory: `state` is read and written with atomic builtins (the slot itself is
+// a plain record, copied whole by the tests and the replayer).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "graph/op.hpp"
+
+namespace ag {
+
+enum class export_state : uint32_t {
+  pending = 0, // the controller cleared the slot; its exporter has not written it yet
+  ready = 1,   // written: the handles can be opened, the event waited for
+  gone = 2,    // the exporter's lane failed before it wrote the slot (set by the controller)
+};
+
+struct export_slot {
+  uint32_t state = 0;  // an export_state, written last by the exporter
+  uint32_t lane = 0;   // the exporting lane
+  int32_t pid = 0;     // the exporting child
+  int32_t index = 0;   // its device, cuda:index
+  uint64_t bytes = 0;  // of the operand
+  uint64_t offset = 0; // of the operand in the allocation the handle maps (CUDA packs small ones)
+  char handle[64] = {}; // cudaIpcMemHandle_t of that allocation
+  char event[64] = {};  // cudaIpcEventHandle_t of the exporter's stream event
+};
+static_assert(sizeof(export_slot) == 160);
+static_assert(offsetof(export_slot, state) == 0);
+
+namespace export_slots {
+
+inline uint32_t* state_word(std::byte* slot) noexcept { return reinterpret_cast<uint32_t*>(slot); }
+
+// What a reader sees, with acquire ordering: once ready, every other field is written.
+inline export_state load(const std::byte* slot) noexcept {
+  return static_cast<export_state>(
+    __atomic_load_n(reinterpret_cast<const uint32_t*>(slot), __ATOMIC_ACQUIRE));
+}
+
+// The exporter: every field of x but state, then state = ready (release).
+inline void publish(std::byte* slot, const export_slot& x) noexcept {
+  constexpr std::size_t head = sizeof(x.state);
+  std::memcpy(slot + head, reinterpret_cast<const std::byte*>(&x) + head, sizeof x - head);
+  __atomic_store_n(state_word(slot), static_cast<uint32_t>(export_state::ready), __ATOMIC_RELEASE);
+}
+
+// The controller, before the broadcast that carries the slot's peer_export: a slot used before
+// (freed once its readers ran) must not read as ready to the new export's readers.
+inline void clear(std::byte* slot) noexcept {
+  __atomic_store_n(state_word(slot), static_cast<uint32_t>(export_state::pending),
+                   __ATOMIC_RELEASE);
+}
+
+// The controller, once the exporting lane failed: a slot still pending never will be written, and
+// its readers stop waiting. A slot already written stays as it is. True when it was pending.
+inline bool mark_gone(std::byte* slot) noexcept {
+  uint32_t expected = static_cast<uint32_t>(export_state::pending);
+  return __atomic_compare_exchange_n(state_word(slot), &expected,
+                                     static_cast<uint32_t>(export_state::gone), false,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+// Clears the slot of every peer_export of b that lies inside the store (one that does not fails
+// in its runner, which checks every range).
+inline void clear_all(const batch& b, std::byte* store_base, std::size_t store_size) noexcept {
+  for (const auto& op : b.ops)
+    if (op.kind == op_kind::peer_export && op.out.on_host() && op.out.offset <= store_size
+        && sizeof(export_slot) <= store_size - op.out.offset)
+      clear(store_base + op.out.offset);
+}
+
+} // namespace export_slots
+
+} // namespace ag
