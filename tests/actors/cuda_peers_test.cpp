@@ -17,7 +17,9 @@
 
 #include "cuda/cpu_kernels.hpp"
 #include "cuda/kernel_stream.hpp"
+#include "ipc/trace.hpp"
 #include "tests/actors/process_helpers.hpp"
+#include "tests/actors/replay_helpers.hpp"
 #include "tests/temp_files.hpp"
 
 using Catch::Contains;
@@ -188,4 +190,43 @@ TEST_CASE("a child killed before it writes its export fails a direct all_reduce 
   }
   CHECK(runner_children().empty());
   CHECK(my_shm().empty());
+}
+
+TEST_CASE("a trace of cuda peers in child processes replays in process mode to its digests, and "
+          "is refused in-process",
+          "[cuda][peers][trace]") {
+  if (!two_peers())
+    return;
+  ag::test::temp_dir dir{"cuda-peers-trace"};
+  auto opt = peers_option(true, true);
+  opt.trace_path = dir.file("peers.trace");
+  {
+    ag::runtime rt{opt};
+    std::vector<ag::tensor> kept;
+    // One-shot and two-shot sizes; each part read again (its export reused), then released and
+    // another exported (a slot used again).
+    for (std::size_t n : {std::size_t{3}, std::size_t{100003}, std::size_t{1} << 20}) {
+      const std::vector<ag::tensor> parts{
+        rt.from_vector({static_cast<int64_t>(n)}, values(n, 4), ag::device::cuda(0)),
+        rt.from_vector({static_cast<int64_t>(n)}, values(n, 5), ag::device::cuda(1))};
+      for (auto& t : ag::all_reduce(parts))
+        kept.push_back(t);
+      kept.push_back(ag::all_gather(parts)[0]);
+      kept.push_back(parts[1].to(ag::device::cuda(0)));
+      kept.back().to_vector(); // a read in the trace
+    }
+    rt.sync();
+  }
+  const auto t = ag::trace::read_file(dir.file("peers.trace"));
+  for (int round = 0; round < 2; ++round) {
+    INFO("replay " << round);
+    const auto report = ag::test::replay_file(t, true);
+    INFO(report.divergence);
+    CHECK(report.matched);
+    CHECK(report.collectives == 6);
+    CHECK(report.reads >= 3);
+  }
+  CHECK_THROWS_WITH(ag::test::replay_file(t, false),
+                    Contains("direct transfers between child processes")
+                      && Contains("--mode=process"));
 }
