@@ -39,6 +39,19 @@ uint64_t offset_in_allocation(const void* ptr, const ag::device& dev) {
   return static_cast<uint64_t>(p - base);
 }
 
+// Closes and erases every entry of `lane` in a map of mappings or events.
+template <class Map, class Close>
+void erase_lane(Map& map, uint32_t lane, Close close) noexcept {
+  for (auto it = map.begin(); it != map.end();) {
+    if (it->second.lane != lane) {
+      ++it;
+      continue;
+    }
+    close(it->second);
+    it = map.erase(it);
+  }
+}
+
 } // namespace
 
 uint64_t cuda_ipc::export_memory(const void* ptr, cudaStream_t stream, char (&handle)[64],
@@ -91,22 +104,10 @@ void cuda_ipc::wait_export(const char (&event)[64], uint32_t lane, cudaStream_t 
 }
 
 void cuda_ipc::forget(uint32_t lane) noexcept {
-  for (auto it = mappings_.begin(); it != mappings_.end();) {
-    if (it->second.lane != lane) {
-      ++it;
-      continue;
-    }
-    AG_CUDA_TRY_NOTHROW(cudaIpcCloseMemHandle(it->second.ptr));
-    it = mappings_.erase(it);
-  }
-  for (auto it = events_.begin(); it != events_.end();) {
-    if (it->second.lane != lane) {
-      ++it;
-      continue;
-    }
-    AG_CUDA_TRY_NOTHROW(cudaEventDestroy(it->second.event));
-    it = events_.erase(it);
-  }
+  erase_lane(mappings_, lane,
+             [](mapping& m) { AG_CUDA_TRY_NOTHROW(cudaIpcCloseMemHandle(m.ptr)); });
+  erase_lane(events_, lane,
+             [](opened_event& e) { AG_CUDA_TRY_NOTHROW(cudaEventDestroy(e.event)); });
 }
 
 bool cuda_ipc::holds(uint32_t lane) const noexcept {
