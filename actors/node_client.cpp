@@ -3,6 +3,7 @@
 #include <cstring>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -25,25 +26,39 @@ caf::duration timeout_of(std::chrono::milliseconds t) {
   return no_deadline(t) ? caf::infinite : caf::duration{t};
 }
 
-// The node's actor, through TLS, by `timeout`.
+// The node's actor, through TLS, by `timeout`. CAF 0.17's middleman drops a connection whose
+// handshake has not answered by its next heartbeat tick with connection_timeout (seen on a loaded
+// machine while a second node's TLS handshake ran): such an attempt is made again, within the
+// same deadline.
 node_actor connect(caf::actor_system& sys, const network_setup::node_target& n,
                    std::chrono::milliseconds timeout) {
   const std::string who = "node " + n.name + " (tcp://" + n.host + ":" + std::to_string(n.port) + ")";
+  const auto deadline = deadline_after(timeout);
   caf::scoped_actor self{sys};
-  caf::strong_actor_ptr found;
-  std::optional<std::string> why;
-  self->request(sys.openssl_manager().actor_handle(), timeout_of(timeout), caf::connect_atom::value,
-                n.host, n.port)
-    .receive(
-      [&](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
-        found = std::move(ptr);
-      },
-      [&](caf::error& err) { why = describe(err, who + ": connecting"); });
-  if (why)
-    throw error(*why + " (is its ag-node running, and does it allow this controller's key?)");
-  if (!found)
-    throw error(who + ": no actor is published there");
-  return caf::actor_cast<node_actor>(found);
+  for (;;) {
+    caf::strong_actor_ptr found;
+    caf::error failure;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration{}));
+    const auto wait = timeout_of(no_deadline(timeout) ? timeout : left);
+    self->request(sys.openssl_manager().actor_handle(), wait, caf::connect_atom::value, n.host,
+                  n.port)
+      .receive(
+        [&](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
+          found = std::move(ptr);
+        },
+        [&](caf::error& err) { failure = std::move(err); });
+    if (failure == caf::sec::connection_timeout && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds{20});
+      continue;
+    }
+    if (failure)
+      throw error(describe(failure, who + ": connecting")
+                  + " (is its ag-node running, and does it allow this controller's key?)");
+    if (!found)
+      throw error(who + ": no actor is published there");
+    return caf::actor_cast<node_actor>(found);
+  }
 }
 
 } // namespace
