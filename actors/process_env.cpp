@@ -87,8 +87,9 @@ void cleanup_slots::add(const std::string& path, bool is_dir) {
 
 process_env::process_env(std::size_t store_bytes, std::size_t device_lanes,
                          const std::string& runner_path, std::size_t ring_bytes,
-                         std::chrono::nanoseconds spin) {
+                         std::chrono::nanoseconds spin, std::chrono::milliseconds export_wait) {
   remove_leftovers(tmp_dir());
+  setup_.export_wait = export_wait;
   setup_.runner_path = find_runner(runner_path);
   dir_ = runtime_dir::create();
   // This runtime's shared memory is named after its directory, "ag-<pid>-actorgraph-<tag>", whose
@@ -175,6 +176,7 @@ proxy_setup make_proxy_setup(const process_setup& p, uint32_t lane, const device
                      "--channel-bytes=" + std::to_string(p.channel->size()),
                      "--spin-ns=" + std::to_string(p.spin.count())};
   }
+  ps.extra_args.push_back("--export-wait-ms=" + std::to_string(p.export_wait.count()));
   ps.start_timeout = start_timeout;
   ps.stop_timeout = stop_timeout;
   return ps;

@@ -36,10 +36,11 @@ public:
   // ag-runner (runner_path, else $AG_RUNNER, else beside the installed library or the running
   // program). Throws ag::error naming what could not be set up.
   // ring_bytes: the broadcast ring of the shared-memory path (0: the sockets alone); spin: how long
-  // its waits spin.
+  // its waits spin; export_wait: how long a child's read of another child's export waits for it.
   process_env(std::size_t store_bytes, std::size_t device_lanes, const std::string& runner_path,
               std::size_t ring_bytes = 0,
-              std::chrono::nanoseconds spin = std::chrono::microseconds{50});
+              std::chrono::nanoseconds spin = std::chrono::microseconds{50},
+              std::chrono::milliseconds export_wait = std::chrono::milliseconds{60000});
   process_env(const process_env&) = delete;
   process_env& operator=(const process_env&) = delete;
 

@@ -59,6 +59,8 @@ struct process_setup {
   // the batches and the acknowledgements alone), and how long its waits spin before they sleep.
   std::shared_ptr<shm_channel> channel;
   std::chrono::nanoseconds spin{std::chrono::microseconds{50}};
+  // How long a child's read of another child's export waits for it (graph_option::wait_timeout).
+  std::chrono::milliseconds export_wait{60000};
   // With nodes (else null).
   std::shared_ptr<network_setup> network;
 };

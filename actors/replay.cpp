@@ -151,7 +151,7 @@ public:
                   "replay it in process mode (--mode=process)");
     if (opt.process) {
       env_.emplace(store_bytes, devices.size() - 1, opt.runner_path,
-                   opt.nodes ? 0 : ring_bytes_for(t, opt), graph_option{}.spin_wait);
+                   opt.nodes ? 0 : ring_bytes_for(t, opt), graph_option{}.spin_wait, opt.timeout);
       if (opt.nodes)
         opt.nodes->open(*env_, opt.trust_file, graph_option{}.node_streams);
       store_base_ = env_->store().base();

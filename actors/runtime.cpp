@@ -156,7 +156,7 @@ public:
         nodes_.emplace(opt_.nodes, opt_.key_file, std::move(lanes));
       }
       env_.emplace(opt_.store_bytes, devices_.size(), opt_.runner_path, shm ? opt_.ring_bytes : 0,
-                   opt_.spin_wait);
+                   opt_.spin_wait, opt_.wait_timeout);
       if (nodes_)
         nodes_->open(*env_, env_->file("trusted.pem"), opt_.node_streams);
       setup.process = env_->setup();

@@ -57,9 +57,10 @@ stream_actor spawn_stream_actor(caf::actor_system& sys, runner_answers_actor rep
                                 std::size_t store_size, bool pin_store,
                                 std::shared_ptr<ag::timeline> timeline, completion_board* board,
                                 std::chrono::nanoseconds linger,
-                                std::shared_ptr<peer_directory> peers) {
+                                std::shared_ptr<peer_directory> peers,
+                                export_wait_policy exports) {
   batch_runner_setup setup{lane,  dev,          store_base, store_size, pin_store,
-                           std::move(timeline), board, std::move(peers), {}};
+                           std::move(timeline), board, std::move(peers), exports};
   return sys.spawn<caf::detached>(stream_behavior, std::move(report_to), std::move(setup), linger);
 }
 

@@ -25,6 +25,7 @@
 
 #include "actorgraph/device.hpp"
 #include "actors/protocol.hpp"
+#include "cuda/export_wait.hpp"
 
 namespace ag {
 
@@ -41,13 +42,15 @@ class timeline;
 // is published there too (actors/batch_runner.hpp). With `linger`, once it has acknowledged
 // everything it watches its mailbox that long before it goes back to sleep on it, so that the
 // next batch of a busy runtime finds it awake (the shared-memory path's spin). With peers, it
-// publishes its operands there and reads its peer lanes' from there (direct transfers).
+// publishes its operands there and reads its peer lanes' from there (direct transfers). In a
+// child, a read of another child's export waits for it as `exports` says.
 stream_actor spawn_stream_actor(caf::actor_system& sys, runner_answers_actor report_to,
                                 uint32_t lane, device dev, std::byte* store_base,
                                 std::size_t store_size, bool pin_store,
                                 std::shared_ptr<ag::timeline> timeline = nullptr,
                                 completion_board* board = nullptr,
                                 std::chrono::nanoseconds linger = {},
-                                std::shared_ptr<peer_directory> peers = nullptr);
+                                std::shared_ptr<peer_directory> peers = nullptr,
+                                export_wait_policy exports = {});
 
 } // namespace ag

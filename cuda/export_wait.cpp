@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "graph/deadline.hpp"
+
 namespace ag {
 
 export_state wait_for_export(const std::byte* slot, const export_wait_policy& policy) {
@@ -11,8 +13,8 @@ export_state wait_for_export(const std::byte* slot, const export_wait_policy& po
   if (state != export_state::pending)
     return state;
   const auto start = clock::now();
-  const auto deadline = start + policy.timeout;
-  const auto spin_end = start + std::min<clock::duration>(policy.spin, policy.timeout);
+  const auto deadline = deadline_after(policy.timeout); // milliseconds::max(): none
+  const auto spin_end = start + std::min<clock::duration>(policy.spin, deadline - start);
   for (uint32_t i = 1; clock::now() < spin_end; ++i) {
     if ((state = export_slots::load(slot)) != export_state::pending)
       return state;

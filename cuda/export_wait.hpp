@@ -13,8 +13,8 @@ namespace ag {
 
 struct export_wait_policy {
   std::chrono::nanoseconds spin{std::chrono::microseconds{50}};
-  // The longest a read waits for its export: the exporter's lane fails (and the controller marks
-  // the slot gone) long before, unless the controller itself is gone.
+  // The longest a read waits for its export (graph_option::wait_timeout; milliseconds::max():
+  // no deadline): should the exporter's lane fail, the controller marks the slot gone first.
   std::chrono::milliseconds timeout{60000};
 };
 

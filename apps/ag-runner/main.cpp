@@ -3,6 +3,7 @@
 // starts it as
 //
 //   ag-runner --remote-runner --shm-name=NAME [--channel=OBJ --channel-bytes=N --spin-ns=T]
+//             [--export-wait-ms=W]
 //
 // It reads its start-up arguments from the SubProcessSync segment NAME, maps the tensor store,
 // starts its own actor system (pusher, the same stream actor as thread mode, subscriber), says it
@@ -49,6 +50,7 @@ public:
   std::string channel;      // the shared-memory path: the board and the ring; empty: sockets
   size_t channel_bytes = 0;
   int64_t spin_ns = 50000;
+  int64_t export_wait_ms = 60000;
 
   runner_config() : ag::app::config("ag-runner", false) {
     opt_group{custom_options_, "global"}
@@ -56,7 +58,9 @@ public:
       .add(shm_name, "shm-name", "the start-up segment the controller created")
       .add(channel, "channel", "the shared-memory path's object (board and ring); none: sockets")
       .add(channel_bytes, "channel-bytes", "its size in bytes")
-      .add(spin_ns, "spin-ns", "how long a wait on the ring spins before it sleeps");
+      .add(spin_ns, "spin-ns", "how long a wait on the ring spins before it sleeps")
+      .add(export_wait_ms, "export-wait-ms",
+           "how long a read of another child's export waits for it");
     set("scheduler.max-threads", 2);
     set("logger.console", caf::atom("none"));
   }
@@ -102,6 +106,8 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
     auto pusher = ag::spawn_pusher(sys, ctx, args.pull_endpoint, args.lane, args.where,
                                    node ? &*node : nullptr);
     const bool pin = args.where.type == ag::device::kind::cuda;
+    ag::export_wait_policy exports;
+    exports.timeout = std::chrono::milliseconds{cfg.export_wait_ms};
     caf::actor stream;
     if (channel) { // the ring reader runs the batches; the socket carries the Hellos
       ag::ring_reader_setup rs;
@@ -110,12 +116,13 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
       rs.channel = channel;
       rs.reader = args.lane - 1;
       rs.spin = std::chrono::nanoseconds{cfg.spin_ns};
+      rs.runner.exports = exports;
       rs.runner.exports.spin = rs.spin;
       stream = ag::spawn_ring_reader(sys, std::move(rs), pusher, caf::actor_cast<caf::actor>(self));
     } else {
       stream = caf::actor_cast<caf::actor>(ag::spawn_stream_actor(
         sys, caf::actor_cast<ag::runner_answers_actor>(pusher), args.lane, args.where,
-        store.base(), store.size(), pin, timeline));
+        store.base(), store.size(), pin, timeline, nullptr, {}, nullptr, exports));
     }
     self->monitor(stream);
     auto subscriber = ag::spawn_subscriber(sys, ctx, args.pub_endpoint, args.lane,
@@ -163,6 +170,9 @@ int start(int argc, char** argv) {
                      "ag-runner --remote-runner --shm-name=NAME");
   if (cfg.spin_ns < 0)
     return cfg.usage("--spin-ns=" + std::to_string(cfg.spin_ns) + ": expected 0 or more");
+  if (cfg.export_wait_ms <= 0)
+    return cfg.usage("--export-wait-ms=" + std::to_string(cfg.export_wait_ms)
+                     + ": expected 1 or more");
   ag::sub_process_sync sync;
   try {
     sync = ag::sub_process_sync::open(cfg.shm_name);

@@ -131,6 +131,9 @@ TEST_CASE("a bad option of any program is a usage error, exit 2, whose message n
     {runner, {"extra"}, "\"extra\""},
     {runner, {"--remote-runner"}, "--shm-name=NAME"},
     {runner, {"--config-file=x.ini"}, "--config-file=x.ini"},
+    {runner, {"--remote-runner", "--shm-name=x", "--spin-ns=-1"}, "--spin-ns=-1"},
+    {runner, {"--remote-runner", "--shm-name=x", "--export-wait-ms=0"}, "--export-wait-ms=0"},
+    {runner, {"--remote-runner", "--shm-name=x", "--export-wait-ms=-5"}, "--export-wait-ms=-5"},
   };
   for (const auto& c : cases) {
     std::string line = c.p.name;
