@@ -21,7 +21,7 @@ namespace ag {
 enum class export_state : uint32_t {
   pending = 0, // the controller cleared the slot; its exporter has not written it yet
   ready = 1,   // written: the handles can be opened, the event waited for
-  gone = 2,    // the exporter's lane failed before it wrote the slot (set by the controller)
+  gone = 2,    // the exporter's lane failed: its memory must not be mapped (set by the controller)
 };
 
 struct export_slot {
@@ -62,12 +62,12 @@ inline void clear(std::byte* slot) noexcept {
 }
 
 // The controller, once the exporting lane failed: a slot still pending never will be written, and
-// its readers stop waiting. A slot already written stays as it is. True when it was pending.
-inline bool mark_gone(std::byte* slot) noexcept {
-  uint32_t expected = static_cast<uint32_t>(export_state::pending);
-  return __atomic_compare_exchange_n(state_word(slot), &expected,
-                                     static_cast<uint32_t>(export_state::gone), false,
-                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+// its readers stop waiting; one already written names memory of a child that is going, which a
+// reader that has not looked yet must not map. Either way it reads as gone from now on (a reader
+// that already looked goes on; the controller taints what it writes). Returns what it was.
+inline export_state mark_gone(std::byte* slot) noexcept {
+  return static_cast<export_state>(__atomic_exchange_n(
+    state_word(slot), static_cast<uint32_t>(export_state::gone), __ATOMIC_ACQ_REL));
 }
 
 // Clears the slot of every peer_export of b that lies inside the store (one that does not fails
