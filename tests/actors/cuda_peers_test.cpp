@@ -158,8 +158,8 @@ TEST_CASE("cuda peers and the store path give the same bits for the same program
   }
 }
 
-TEST_CASE("a child killed before it writes its export fails a direct all_reduce on every "
-          "participant, and the child waiting for that export goes on",
+TEST_CASE("a child killed before or after it writes its export fails a direct all_reduce on "
+          "every participant, and the child that reads that export goes on",
           "[cuda][peers]") {
   if (!two_peers())
     return;
@@ -172,13 +172,24 @@ TEST_CASE("a child killed before it writes its export fails a direct all_reduce 
     const auto b = rt.from_vector({static_cast<int64_t>(n)}, h1, ag::device::cuda(1));
     rt.sync();
     const pid_t exporter = runner_of_lane(1); // cuda:0
+    const pid_t reader = runner_of_lane(2);   // cuda:1
     REQUIRE(exporter > 0);
-    ::kill(exporter, SIGSTOP);
-    // cuda:1 is sent its part's export and its sum at once, and its runner waits in the sum for
-    // cuda:0's export, which never comes.
-    const auto reduced = ag::all_reduce({a, b});
-    std::this_thread::sleep_for(std::chrono::milliseconds{300});
-    ::kill(exporter, SIGKILL);
+    REQUIRE(reader > 0);
+    std::vector<ag::tensor> reduced;
+    SECTION("before: cuda:1 waits in its sum for an export that never comes") {
+      ::kill(exporter, SIGSTOP);
+      reduced = ag::all_reduce({a, b});
+      std::this_thread::sleep_for(std::chrono::milliseconds{300});
+      ::kill(exporter, SIGKILL);
+    }
+    SECTION("after: cuda:0 wrote its export and waits for cuda:1's, which had not looked yet") {
+      ::kill(reader, SIGSTOP);
+      reduced = ag::all_reduce({a, b});
+      std::this_thread::sleep_for(std::chrono::milliseconds{300});
+      ::kill(exporter, SIGKILL);
+      std::this_thread::sleep_for(std::chrono::milliseconds{100});
+      ::kill(reader, SIGCONT); // it reads the export as gone, and maps nothing of cuda:0's
+    }
     for (const auto& t : reduced) {
       INFO("the result on " << t.device().str());
       CHECK_THROWS_WITH(t.to_vector(), Contains("cuda:0") && Contains("signal 9"));
