@@ -194,8 +194,7 @@ peer_directory::operand naive_runner::imported(const op_desc& op, uint32_t lane,
                   + " ms");
     default: throw error(what() + " holds no valid state");
   }
-  export_slot x;
-  std::memcpy(static_cast<void*>(&x), at, sizeof x);
+  const export_slot x = export_slots::read(at);
   if (x.lane != lane || x.pid == 0)
     throw error(what() + " was written by lane " + std::to_string(x.lane) + ", pid "
                 + std::to_string(x.pid));

@@ -54,6 +54,16 @@ inline void publish(std::byte* slot, const export_slot& x) noexcept {
   __atomic_store_n(state_word(slot), static_cast<uint32_t>(export_state::ready), __ATOMIC_RELEASE);
 }
 
+// A reader, once load() said ready: the fields, copied around `state` (which the controller may
+// still change), and the state as it is read now.
+inline export_slot read(const std::byte* slot) noexcept {
+  export_slot x;
+  constexpr std::size_t head = sizeof(x.state);
+  std::memcpy(reinterpret_cast<std::byte*>(&x) + head, slot + head, sizeof x - head);
+  x.state = static_cast<uint32_t>(load(slot));
+  return x;
+}
+
 // The controller, before the broadcast that carries the slot's peer_export: a slot used before
 // (freed once its readers ran) must not read as ready to the new export's readers.
 inline void clear(std::byte* slot) noexcept {
