@@ -21,6 +21,7 @@
 #include <caf/fwd.hpp>
 
 #include "actorgraph/device.hpp"
+#include "cuda/export_wait.hpp"
 #include "actors/process_setup.hpp"
 #include "actors/protocol.hpp"
 
@@ -51,6 +52,8 @@ struct topology_setup {
   // The device lanes in this process run direct transfers (peer_copy, peer_sum): their runners
   // share a peer_directory.
   bool peers = false;
+  // How their reads of each other's exports wait (graph_option::spin_wait, wait_timeout).
+  export_wait_policy exports;
 };
 
 class lane_topology {

@@ -388,16 +388,13 @@ bool planner::place_direct(const collective_request& c) {
   const bool sums = reduces(c.kind) && c.count > 0;
   const bool two_shot = c.kind == collective_kind::all_reduce
                         && c.count * sizeof(float) > one_shot_bytes_ && w > 1;
-  // Children read each other's parts (and two-shot blocks) through exports: their slots first,
-  // all or none, then the group that names them.
+  // Lanes read each other's parts (and two-shot blocks) through exports: their slots first, all
+  // or none, then the group that names them.
   std::vector<uint64_t> block_slots;
-  const bool across = std::any_of(c.parts.begin(), c.parts.end(), [&](operand_id id) {
-    return lanes_[tensors_.at(id).lane].remote;
-  });
   const std::vector<operand_id> exported = w > 1 || c.kind == collective_kind::broadcast
                                              ? c.parts
                                              : std::vector<operand_id>{};
-  if (across && !export_all(exported, two_shot ? w : 0, block_slots))
+  if (!export_all(exported, two_shot ? w : 0, block_slots))
     return false; // no room yet: wait (a deadline follows, as for any held head)
   std::optional<uint64_t> group;
   if (sums && !(group = write_group(c))) {
@@ -443,8 +440,8 @@ bool planner::place_direct(const collective_request& c) {
       if (!scatter)
         tensors_[id] = placed_tensor(l, no_offset, n * sizeof(float), written);
       tensors_[id].writer = written;
-      if (!scatter && r < block_slots.size() && lanes_[l].remote)
-        export_operand(id, block_slots[r]); // the other children gather it
+      if (!scatter && r < block_slots.size())
+        export_operand(id, block_slots[r]); // the other lanes gather it
       blocks.push_back(id);
       block_lanes.push_back(l);
     }

@@ -122,11 +122,13 @@ placement planner::direct_move(uint32_t dst, op_request& req, uint64_t bytes) {
   return {false, {dst, index}};
 }
 
-// -- exports (direct reads across child processes) -----------------------------------------------
+// -- exports (direct reads of another lane's operand) ----------------------------------------------
 
-// Lane `reader` reads rec from another child: through its export.
+// A direct read on lane `reader` of rec, another device lane's operand: through its export, which
+// orders the read after its writer by the exporter's event (graph/export_slot.hpp): a peer lane of
+// this process finds the operand in the peer directory, another child maps it (CUDA IPC).
 bool planner::remote_read(uint32_t reader, const tensor_rec& rec) const {
-  return rec.lane != reader && lanes_[rec.lane].remote;
+  return rec.lane != reader && rec.lane != cpu_lane;
 }
 
 // What a direct read on lane `reader` of rec waits for: its export sent (the reader's runner and
@@ -139,7 +141,7 @@ dependency planner::source_dep(uint32_t reader, const tensor_rec& rec) const {
   return d;
 }
 
-// Exports every operand of `ids` that lies on a child and is not exported yet, and takes `extra`
+// Exports every device operand of `ids` that is not exported yet, and takes `extra`
 // more slots (for operands about to be made); all or none: false, with nothing changed, while the
 // store has no room for them.
 bool planner::export_all(const std::vector<operand_id>& ids, std::size_t extra,
@@ -147,7 +149,7 @@ bool planner::export_all(const std::vector<operand_id>& ids, std::size_t extra,
   std::vector<operand_id> to_export;
   for (operand_id id : ids) {
     const auto& rec = tensors_.at(id);
-    if (lanes_[rec.lane].remote && rec.export_slot == no_offset
+    if (rec.lane != cpu_lane && rec.export_slot == no_offset
         && std::find(to_export.begin(), to_export.end(), id) == to_export.end())
       to_export.push_back(id);
   }
@@ -167,7 +169,7 @@ bool planner::export_all(const std::vector<operand_id>& ids, std::size_t extra,
   return true;
 }
 
-// Its child writes the operand's export into `slot`, after the operator that made it; the slot
+// Its lane writes the operand's export into `slot`, after the operator that made it; the slot
 // goes once the operand is released and its readers ran.
 void planner::export_operand(operand_id id, uint64_t slot) {
   auto& rec = tensors_.at(id);
@@ -178,8 +180,9 @@ void planner::export_operand(operand_id id, uint64_t slot) {
 }
 
 // Enqueues a direct transfer on lane l that reads `sources` where they lie: after each one's
-// writer (another child's: its export), and before each one's release (its readers). A peer_copy
-// of another child's operand names its export. Returns the operator's index.
+// export is sent (its own lane's: after its writer, in stream order), and before each one's
+// release (its readers). A peer_copy of another lane's operand names its export. Returns the
+// operator's index.
 uint64_t planner::read_directly(uint32_t l, op_desc op, const std::vector<operand_id>& sources) {
   auto& ln = lanes_[l];
   entry e;
@@ -204,7 +207,7 @@ uint64_t planner::read_directly(uint32_t l, op_desc op, const std::vector<operan
   return index;
 }
 
-// A read of a child's operand by another lane is watched until it ran (fail_lane).
+// A read of another lane's operand is watched until it ran (fail_lane).
 void planner::note_direct_read(dependency reader, const tensor_rec& source, operand_id out) {
   if (!remote_read(reader.lane, source))
     return;

@@ -196,6 +196,7 @@ private:
     ts.start_timeout = opt_.timeout;
     ts.stop_timeout = opt_.timeout;
     ts.peers = peers_;
+    ts.exports.timeout = opt_.timeout;
     if (opt_.nodes && env_) // the nodes serve this replay for as long as it lives
       opt_.nodes->start(sys_, caf::actor_cast<caf::actor>(self_.ptr()), *env_, store_bytes_,
                         opt_.timeout, opt_.timeout);

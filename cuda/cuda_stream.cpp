@@ -83,6 +83,11 @@ struct stream_deleter {
 };
 using stream_ptr = std::unique_ptr<CUstream_st, stream_deleter>;
 
+struct event_deleter {
+  void operator()(cudaEvent_t e) const noexcept { AG_CUDA_TRY_NOTHROW(cudaEventDestroy(e)); }
+};
+using event_ptr = std::unique_ptr<CUevent_st, event_deleter>;
+
 struct cublas_deleter {
   void operator()(cublasHandle_t h) const noexcept {
     AG_CUBLAS_TRY_NOTHROW(cublas::get().destroy(h));
@@ -343,6 +348,28 @@ public:
     ipc_.wait_export(event, lane, stream_.get());
   }
 
+  // The event lives as long as this stream; its readers are streams of this process, which end
+  // with the runtime that ends this one.
+  void record_local(char (&event)[64]) override {
+    if (!local_event_) {
+      cudaEvent_t e = nullptr;
+      AG_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      local_event_.reset(e);
+    }
+    AG_CUDA_TRY(cudaEventRecord(local_event_.get(), stream_.get()));
+    cudaEvent_t e = local_event_.get();
+    std::memset(event, 0, sizeof event);
+    std::memcpy(event, &e, sizeof e);
+  }
+
+  void wait_local(const char (&event)[64]) override {
+    cudaEvent_t e = nullptr;
+    std::memcpy(&e, event, sizeof e);
+    if (e == nullptr)
+      throw error(device().str() + ": a peer's export names no event");
+    AG_CUDA_TRY(cudaStreamWaitEvent(stream_.get(), e, 0));
+  }
+
   // Queued copies may still read the mappings: the stream is synchronized first.
   void forget_imports(uint32_t lane) noexcept override {
     if (!ipc_.holds(lane))
@@ -388,6 +415,7 @@ private:
   double* sum_scratch_; // from allocator_, which frees it
   std::vector<host_region> regions_; // registered host memory, pinned chunk by chunk
   cuda_ipc ipc_; // exports and imports across child processes; closed by the destructor
+  event_ptr local_event_; // recorded by exports to peer lanes of this process
   // For a copy from or to host memory at p of `bytes`: pins the chunk of a registered region that
   // p lies in, and returns how many of the bytes lie in that chunk (all of them when p lies in no
   // region).

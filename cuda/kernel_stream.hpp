@@ -58,6 +58,13 @@ public:
   virtual void wait_export(const char (&event)[64], uint32_t lane);
   virtual void forget_imports(uint32_t lane) noexcept { (void)lane; }
 
+  // Between lanes of one process (thread mode): record_local records this stream's event after
+  // everything enqueued so far and names it in `event`; wait_local makes what this stream enqueues
+  // next wait for such an event of another stream of this process, as it was last recorded. A cpu
+  // or sim stream has run everything already: neither does anything.
+  virtual void record_local(char (&event)[64]) { (void)event; }
+  virtual void wait_local(const char (&event)[64]) { (void)event; }
+
   // Makes host memory (the tensor store) fast to copy from and to: on CUDA, copies pin
   // (cudaHostRegister) each 64 MiB chunk of it they touch, the first time.
   virtual void register_host(void* base, std::size_t bytes) { (void)base, (void)bytes; }

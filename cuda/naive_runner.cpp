@@ -176,9 +176,10 @@ peer_directory::operand naive_runner::peer_operand(const op_desc& op, uint32_t l
   return peers_->find(lane, id, describe(op));
 }
 
-// Operand `id` of lane `lane`, a child that exports it at `slot`: once the export is written
-// (it may come in the same broadcast as this read), its allocation mapped, and this stream made to
-// wait for the exporter's event, so that what runs next reads it after its writer.
+// Operand `id` of lane `lane`, exported at `slot`: once the export is written (it may be sent
+// with this read), found (a lane of this process: in the peer directory; another child's: its
+// allocation mapped), and this stream made to wait for the exporter's event, so that what runs
+// next reads it after its writer.
 peer_directory::operand naive_runner::imported(const op_desc& op, uint32_t lane, operand_id id,
                                                uint64_t slot) {
   auto* at = static_cast<std::byte*>(input(op, {0, slot}, sizeof(export_slot)));
@@ -198,6 +199,11 @@ peer_directory::operand naive_runner::imported(const op_desc& op, uint32_t lane,
   if (x.lane != lane || x.pid == 0)
     throw error(what() + " was written by lane " + std::to_string(x.lane) + ", pid "
                 + std::to_string(x.pid));
+  if (peers_ && x.pid == ::getpid()) { // a peer lane of this process
+    auto found = peers_->find(lane, id, describe(op));
+    stream_.wait_local(x.event);
+    return found;
+  }
   const auto* p = static_cast<const std::byte*>(stream_.import_memory(x.handle, lane));
   stream_.wait_export(x.event, lane);
   return {const_cast<std::byte*>(p) + x.offset, static_cast<std::size_t>(x.bytes),
@@ -214,7 +220,10 @@ void naive_runner::run_peer(const op_desc& op) {
     auto* at = static_cast<std::byte*>(output(op, op.out, sizeof(export_slot)));
     const void* p = input(op, op.a, bytes);
     export_slot x;
-    x.offset = stream_.export_memory(p, x.handle, x.event);
+    if (peers_) // its readers are lanes of this process: they find it in the peer directory
+      stream_.record_local(x.event);
+    else
+      x.offset = stream_.export_memory(p, x.handle, x.event);
     x.bytes = bytes;
     x.pid = static_cast<int32_t>(::getpid());
     x.lane = lane_;

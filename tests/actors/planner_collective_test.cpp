@@ -157,9 +157,9 @@ struct emulator {
         INFO("lane " << lane << " runs " << fields(op));
         REQUIRE_FALSE(op.out.on_host());
         REQUIRE_FALSE(op.a.on_host());
-        // A child reads another child's operand through its export (b: the slot), never else.
+        // A lane reads another lane's operand through its export (b: the slot), never else.
         const auto from = static_cast<uint32_t>(op.k);
-        const bool import = r.plan.lane(lane).remote && from != lane;
+        const bool import = from != lane;
         if (import) {
           REQUIRE(op.b.on_host());
           REQUIRE(op.b.id == 0);
@@ -191,11 +191,8 @@ struct emulator {
         for (const auto& g : group) {
           INFO("group entry lane " << g.lane << " #" << g.id << " slot " << g.slot);
           CHECK(g.reserved == 0);
-          // A child reads its own entry in place and another child's through its export; a lane
-          // of this process reads every entry through the peer directory: no slot.
-          const bool import = r.plan.lane(lane).remote && g.lane != lane;
-          if (!r.plan.lane(lane).remote)
-            CHECK(g.slot == no_offset);
+          // A lane reads its own entry in place and another lane's through its export.
+          const bool import = g.lane != lane;
           if (import)
             REQUIRE(g.slot != no_offset);
           const std::vector<float> whole =
@@ -212,7 +209,7 @@ struct emulator {
         // A child writes a recognisable export of its operand a into the slot: its bytes, its
         // lane and a pid, and (as its "memory handle") the operand's id.
         INFO("lane " << lane << " runs " << fields(op));
-        REQUIRE(r.plan.lane(lane).remote); // only children export
+        REQUIRE(lane != ag::cpu_lane); // only device lanes export
         REQUIRE(op.out.on_host());
         REQUIRE(op.out.id == 0);
         REQUIRE_FALSE(op.a.on_host());
@@ -309,8 +306,6 @@ struct emulator {
   // True when op, on a child, imports an export whose slot is still pending: its runner waits
   // there (cuda/export_wait.hpp) until the exporter writes it or the planner marks it gone.
   bool waits_for_export(uint32_t lane, const ag::op_desc& op) {
-    if (!r.plan.lane(lane).remote)
-      return false;
     auto pending = [&](uint64_t slot) {
       return slot <= r.store.size() && sizeof(ag::export_slot) <= r.store.size() - slot
              && ag::export_slots::load(r.store.data() + slot) == ag::export_state::pending;
@@ -1313,24 +1308,92 @@ void all_queues_empty(const rig& r) {
 
 } // namespace
 
-TEST_CASE("a move between peer lanes is one peer_copy on the destination after the source's "
-          "writer and the source's release waits for it",
+// -- exports: every direct read of another lane's operand ----------------------------------------
+
+namespace {
+
+// Peers among the remote lanes of a process-mode setup.
+ag::planner_setup remote_peers(std::vector<uint32_t> group, std::size_t store_bytes = 64 << 10,
+                               std::size_t lanes = 3) {
+  return with_peers(setup_of(store_bytes, true, lanes), std::move(group));
+}
+
+std::string export_fields(uint64_t slot, ag::operand_id a, uint64_t count) {
+  return fields(
+    ag::op_desc{ag::op_kind::peer_export, {0, slot}, {a, no_offset}, {}, count, 0, 0, 0});
+}
+
+// A peer_copy from another child: b is the source's export slot.
+std::string imported_copy_fields(ag::operand_id out, ag::operand_id a, uint64_t count,
+                                 uint32_t from, uint64_t slot, uint64_t first = 0,
+                                 uint64_t total = 0) {
+  return fields(ag::op_desc{ag::op_kind::peer_copy, {out, no_offset}, {a, no_offset}, {0, slot},
+                            count, first, from, total});
+}
+
+std::string forget_fields(uint32_t lane) {
+  return fields(ag::op_desc{ag::op_kind::peer_forget, {}, {}, {}, 0, 0, lane, 0});
+}
+
+std::string dep_str(const ag::dependency& d) {
+  return std::to_string(d.lane) + ":" + std::to_string(d.index);
+}
+
+// "lane:#id@slot ..." of the k peer_entry records in the store at offset ("@-": no slot).
+std::string group_slots_at(const rig& r, uint64_t offset, uint64_t k) {
+  REQUIRE(offset <= r.store.size());
+  REQUIRE(k * sizeof(ag::peer_entry) <= r.store.size() - offset);
+  std::vector<ag::peer_entry> g(k);
+  std::memcpy(g.data(), r.store.data() + offset, k * sizeof(ag::peer_entry));
+  std::string s;
+  for (const auto& e : g)
+    s += (s.empty() ? "" : " ") + std::to_string(e.lane) + ":#" + std::to_string(e.id) + "@"
+         + (e.slot == no_offset ? std::string{"-"} : std::to_string(e.slot));
+  return s;
+}
+
+std::size_t kind_sent(emulator& emu, uint32_t lanes, ag::op_kind k) {
+  std::size_t n = 0;
+  for (uint32_t l = 0; l < lanes; ++l)
+    n += count_kind(emu.ops_sent(l), k);
+  return n;
+}
+
+// The ops of the last broadcast's batch for lane l (none: empty).
+std::vector<ag::op_desc> last_broadcast_ops(const rig& r, uint32_t l) {
+  REQUIRE_FALSE(r.out.broadcasts.empty());
+  for (const auto& b : r.out.broadcasts.back().batches)
+    if (b.lane == l)
+      return b.ops;
+  return {};
+}
+
+constexpr std::size_t range = ag::store_allocator::alignment; // what one export slot takes
+
+} // namespace
+
+TEST_CASE("a move between peer lanes is a peer_export on the source and one peer_copy through its "
+          "slot on the destination, sent at once; the source's release waits for the copy",
           "[planner][peers]") {
   rig r{with_peers(setup_of(), {sim0, sim1})};
   emulator emu{r};
-  r.submit(upload(sim0, 1, {1, 2, 3, 4})); // not run yet: the move must wait for it
+  r.submit(upload(sim0, 1, {1, 2, 3, 4})); // not run yet: the copy must read it after its writer
   const std::size_t live = r.plan.store().live_bytes();
-  REQUIRE(live == ag::store_allocator::alignment); // the upload's staging range
+  REQUIRE(live == range); // the upload's staging range
 
   r.submit(move_to(sim1, 2, 1, 4));
   CHECK(r.plan.held() == 0);
-  CHECK(r.plan.store().live_bytes() == live); // the move takes no store range
-  CHECK(r.plan.pending_frees() == 1);          // the upload's, only
+  CHECK(r.plan.store().live_bytes() == live + range); // the export slot, and no staging
+  const uint64_t slot = r.plan.tensor(1)->export_slot;
+  REQUIRE(slot != no_offset);
+  const auto& q0 = r.plan.lane(sim0).queue;
   const auto& q1 = r.plan.lane(sim1).queue;
+  REQUIRE(q0.size() == 2); // the upload's copy in, then the export
+  CHECK(fields(q0[1].op) == export_fields(slot, 1, 4));
   REQUIRE(q1.size() == 1);
-  CHECK(fields(q1[0].op) == peer_copy_fields(2, 1, 4, sim0));
-  CHECK(deps_str(q1[0].deps) == "1:1");
-  CHECK(r.plan.lane(sim0).queue.size() == 1); // the upload's copy in: nothing staged from #1
+  CHECK(fields(q1[0].op) == imported_copy_fields(2, 1, 4, sim0, slot));
+  CHECK(deps_str(q1[0].deps) == "1:2"); // the export
+  CHECK(q1[0].deps.at(0).sent);         // sent, not run
   const auto* t = r.plan.tensor(2);
   REQUIRE(t != nullptr);
   CHECK(t->lane == sim1);
@@ -1340,14 +1403,14 @@ TEST_CASE("a move between peer lanes is one peer_copy on the destination after t
   CHECK(t->writer.index == 1);
   CHECK(deps_str(r.plan.tensor(1)->readers) == "2:1");
 
-  r.drain();
-  CHECK(r.out.batches(sim1) == 0); // #1 is not written yet
+  r.drain(); // both lanes at once: the copy's runner waits for the export's slot
   REQUIRE(r.out.batches(sim0) == 1);
+  REQUIRE(r.out.batches(sim1) == 1);
+  CHECK_FALSE(emu.step(sim1));
 
   // The user lets go of #1 while its reader has not run: the release waits for it.
   r.plan.release(1);
   CHECK(r.plan.tensor(1) == nullptr);
-  const auto& q0 = r.plan.lane(sim0).queue;
   REQUIRE(q0.size() == 1);
   CHECK(q0.back().release);
   CHECK(q0.back().released == 1);
@@ -1355,13 +1418,8 @@ TEST_CASE("a move between peer lanes is one peer_copy on the destination after t
   r.drain();
   CHECK(r.out.batches(sim0) == 1);
 
-  REQUIRE(emu.step(sim0)); // #1 written
-  r.drain();
-  REQUIRE(r.out.batches(sim1) == 1);
-  CHECK(r.out.runs[sim1][0].ops.size() == 1);
-  CHECK(r.out.batches(sim0) == 1); // the release still waits for the copy
+  REQUIRE(emu.step(sim0)); // #1 written and exported
   CHECK(emu.released.empty());
-
   REQUIRE(emu.step(sim1)); // the copy ran
   r.drain();
   REQUIRE(r.out.batches(sim0) == 2);
@@ -1373,7 +1431,7 @@ TEST_CASE("a move between peer lanes is one peer_copy on the destination after t
   CHECK(emu.on(sim1, 2) == std::vector<float>{1, 2, 3, 4});
   CHECK(r.ops_of(cpu).empty());
   CHECK(r.ops_of(sim1).size() == 1);
-  CHECK(r.plan.store().live_bytes() == 0);
+  CHECK(r.plan.store().live_bytes() == 0); // the slot went with #1
   CHECK(r.plan.pending_frees() == 0);
   all_queues_empty(r);
   const auto s = r.sync();
@@ -1392,19 +1450,21 @@ TEST_CASE("a move between peer lanes larger than half the store is one peer_copy
 
   r.submit(move_to(sim1, 2, 1, 1000));
   CHECK(r.plan.held() == 0); // not streamed in pieces
-  CHECK(r.plan.store().live_bytes() == 0);
+  CHECK(r.plan.store().live_bytes() == range); // #1's export slot, nothing staged
+  const uint64_t slot = r.plan.tensor(1)->export_slot;
   const auto& q1 = r.plan.lane(sim1).queue;
   REQUIRE(q1.size() == 1);
-  CHECK(fields(q1[0].op) == peer_copy_fields(2, 1, 1000, sim0));
-  CHECK(r.plan.lane(sim0).queue.empty());
+  CHECK(fields(q1[0].op) == imported_copy_fields(2, 1, 1000, sim0, slot));
+  REQUIRE(r.plan.lane(sim0).queue.size() == 1);
+  CHECK(fields(r.plan.lane(sim0).queue[0].op) == export_fields(slot, 1, 1000));
   CHECK(r.plan.tensor(2)->bytes == 4000);
 
   emu.run_all();
   CHECK(emu.on(sim1, 2) == ramp(1000, 3));
   CHECK(r.ops_of(sim1).size() == 1);
-  CHECK(r.ops_of(sim0).size() == sim0_ops); // nothing staged from #1
+  CHECK(r.ops_of(sim0).size() == sim0_ops + 1); // the export, nothing staged from #1
   CHECK(pieces_from(r, sim0, 1).empty());
-  CHECK(r.plan.store().live_bytes() == 0);
+  CHECK(r.plan.store().live_bytes() == range); // the slot serves while #1 lives
   const auto s = r.sync();
   CHECK_FALSE(r.out.answer_of(s).code);
 }
@@ -1420,9 +1480,10 @@ TEST_CASE("a move between a peer pair and a device or the cpu that is no peer go
 
   SECTION("to the other of the pair") {
     r.submit(move_to(sim1, 2, 1, 4));
-    CHECK(r.plan.store().live_bytes() == 0);
+    CHECK(r.plan.store().live_bytes() == range); // the export slot
     REQUIRE(r.plan.lane(sim1).queue.size() == 1);
-    CHECK(fields(r.plan.lane(sim1).queue[0].op) == peer_copy_fields(2, 1, 4, sim0));
+    CHECK(fields(r.plan.lane(sim1).queue[0].op)
+          == imported_copy_fields(2, 1, 4, sim0, r.plan.tensor(1)->export_slot));
     emu.run_all();
     CHECK(emu.on(sim1, 2) == std::vector<float>{1, 2, 3, 4});
     CHECK(peer_ops(r) == 1);
@@ -1471,7 +1532,7 @@ TEST_CASE("a move between a peer pair and a device or the cpu that is no peer go
 }
 
 TEST_CASE("a one-shot all_reduce between peers is one peer_sum per lane over a group the planner "
-          "wrote in the store",
+          "wrote in the store, after every part's export",
           "[planner][collectives]") {
   rig r{with_peers(setup_of(64 << 10, false, 4), {sim0, sim1, sim2})};
   emulator emu{r};
@@ -1495,7 +1556,7 @@ TEST_CASE("a one-shot all_reduce between peers is one peer_sum per lane over a g
   }
   r.submit(collective(ag::collective_kind::all_reduce, ins, lanes, outs, lanes, count));
   CHECK(r.plan.held() == 0);
-  CHECK(r.plan.store().live_bytes() == ag::store_allocator::alignment); // the group alone
+  CHECK(r.plan.store().live_bytes() == (1 + w) * range); // the group and the parts' exports
   CHECK(r.plan.pending_frees() == 1);
   CHECK(r.plan.lane(cpu).queue.empty());
   uint64_t group = no_offset;
@@ -1503,16 +1564,19 @@ TEST_CASE("a one-shot all_reduce between peers is one peer_sum per lane over a g
     const uint32_t l = lanes[i];
     INFO("lane " << l);
     const auto& q = r.plan.lane(l).queue;
-    REQUIRE(q.size() == 1);
+    REQUIRE(q.size() == 2);
+    CHECK(fields(q[0].op) == export_fields(r.plan.tensor(ins[i])->export_slot, ins[i], count));
     if (i == 0)
-      group = q[0].op.a.offset;
-    CHECK(fields(q[0].op) == peer_sum_fields(outs[i], group, count, 0, w));
-    std::string deps; // every other lane's part writer (its upload, operator 1)
+      group = q[1].op.a.offset;
+    CHECK(fields(q[1].op) == peer_sum_fields(outs[i], group, count, 0, w));
+    std::string deps; // every other lane's export of its part (operator 2), sent
     for (uint32_t o : lanes)
       if (o != l)
-        deps += (deps.empty() ? "" : " ") + std::to_string(o) + ":1";
-    CHECK(deps_str(q[0].deps) == deps);
-    CHECK(ids_str(q[0].sources) == ids_str(ins));
+        deps += (deps.empty() ? "" : " ") + std::to_string(o) + ":2";
+    CHECK(deps_str(q[1].deps) == deps);
+    for (const auto& d : q[1].deps)
+      CHECK(d.sent);
+    CHECK(ids_str(q[1].sources) == ids_str(ins));
     const auto* t = r.plan.tensor(outs[i]);
     REQUIRE(t != nullptr);
     CHECK(t->lane == l);
@@ -1520,13 +1584,13 @@ TEST_CASE("a one-shot all_reduce between peers is one peer_sum per lane over a g
     CHECK(t->placed);
     CHECK(t->failure.empty());
     CHECK(t->writer.lane == l);
-    CHECK(t->writer.index == 2);
+    CHECK(t->writer.index == 3);
   }
   REQUIRE(group != no_offset);
   CHECK(group_at(r, group, w) == group_want);
   std::string readers; // every lane's peer_sum reads every part
   for (uint32_t l : lanes)
-    readers += (readers.empty() ? "" : " ") + std::to_string(l) + ":2";
+    readers += (readers.empty() ? "" : " ") + std::to_string(l) + ":3";
   for (auto id : ins)
     CHECK(deps_str(r.plan.tensor(id)->readers) == readers);
 
@@ -1535,10 +1599,10 @@ TEST_CASE("a one-shot all_reduce between peers is one peer_sum per lane over a g
   for (uint64_t i = 0; i < w; ++i) {
     INFO("result #" << outs[i]);
     CHECK(emu.on(lanes[i], outs[i]) == want);
-    CHECK(r.ops_of(lanes[i]).size() == 2); // the upload's copy and the peer_sum
+    CHECK(r.ops_of(lanes[i]).size() == 3); // the upload's copy, the export and the peer_sum
   }
   CHECK(r.ops_of(cpu).empty());
-  CHECK(r.plan.store().live_bytes() == 0);
+  CHECK(r.plan.store().live_bytes() == w * range); // the exports serve while the parts live
   CHECK(r.plan.pending_frees() == 0);
   all_queues_empty(r);
   const auto s = r.sync();
@@ -1580,31 +1644,37 @@ TEST_CASE("a two-shot all_reduce between peers sums one block per lane then gath
   }
   r.submit(collective(ag::collective_kind::all_reduce, ins, lanes, outs, lanes, count));
   CHECK(r.plan.held() == 0);
-  CHECK(r.plan.store().live_bytes() == ag::store_allocator::alignment); // the group alone
+  // The group, the parts' exports and the blocks' exports.
+  CHECK(r.plan.store().live_bytes() == (1 + w + blocks_want) * range);
 
-  // The sums: block b of every part on lanes[b], into an operand of the planner's own.
+  // Each lane: its part's export (operator 2), then, where it has a block, the block's sum (3)
+  // into an operand of the planner's own and the block's export (4).
   std::vector<ag::operand_id> blocks;
-  std::vector<uint64_t> sizes;
+  std::vector<uint64_t> sizes, block_slots;
   uint64_t group = no_offset;
   for (uint64_t b = 0; b < w; ++b) {
     const uint32_t l = lanes[b];
     INFO("lane " << l << " block " << b);
     const auto& q = r.plan.lane(l).queue;
-    REQUIRE_FALSE(q.empty());
-    if (b * block >= count) { // no block to sum: its queue starts with the gathers
-      CHECK(q.front().op.kind == ag::op_kind::peer_copy);
+    REQUIRE(q.size() >= 2);
+    CHECK(fields(q[0].op) == export_fields(r.plan.tensor(ins[b])->export_slot, ins[b], count));
+    if (b * block >= count) { // no block to sum: the gathers follow its export
+      CHECK(q[1].op.kind == ag::op_kind::peer_copy);
       continue;
     }
-    const auto& op = q.front().op;
+    const auto& op = q[1].op;
     REQUIRE(op.kind == ag::op_kind::peer_sum);
     CHECK(op.out.id >= own_ids);
     if (group == no_offset)
       group = op.a.offset;
     const uint64_t n = std::min(block, count - b * block);
     CHECK(fields(op) == peer_sum_fields(op.out.id, group, n, b * block, w));
-    CHECK(ids_str(q.front().sources) == ids_str(ins));
+    CHECK(ids_str(q[1].sources) == ids_str(ins));
+    REQUIRE(q[2].op.kind == ag::op_kind::peer_export);
+    CHECK(q[2].op.a.id == op.out.id);
     blocks.push_back(op.out.id);
     sizes.push_back(n);
+    block_slots.push_back(q[2].op.out.offset);
     CHECK(r.plan.tensor(op.out.id) == nullptr); // released at once: on its lane after readers
   }
   REQUIRE(blocks.size() == blocks_want);
@@ -1616,23 +1686,29 @@ TEST_CASE("a two-shot all_reduce between peers sums one block per lane then gath
     return g;
   }());
 
-  // The gathers: every lane copies block b, from lanes[b], into its result at b * block, after
-  // that block's sum (operator 2 of lanes[b], after its upload).
+  // The gathers: every lane copies block b, from lanes[b], into its result at b * block: its own
+  // in place, another lane's through that block's export, once it is sent.
   std::map<uint32_t, std::map<uint64_t, uint64_t>> piece_index; // lane, block -> operator index
   for (uint64_t i = 0; i < w; ++i) {
     const uint32_t l = lanes[i];
     INFO("lane " << l);
     const auto& q = r.plan.lane(l).queue;
     const bool sums = i < blocks.size();
-    REQUIRE(q.size() == (sums ? 1 : 0) + blocks.size() + (sums ? 1 : 0));
-    uint64_t index = 1 + (sums ? 1 : 0);
+    const std::size_t first = sums ? 3 : 1;
+    REQUIRE(q.size() == first + blocks.size() + (sums ? 1 : 0));
+    uint64_t index = 1 + first;
     for (uint64_t b = 0; b < blocks.size(); ++b) {
       INFO("piece of block " << b);
-      const auto& e = q[(sums ? 1 : 0) + b];
+      const auto& e = q[first + b];
       CHECK_FALSE(e.release);
-      CHECK(fields(e.op) == peer_copy_fields(outs[i], blocks[b], sizes[b], lanes[b], b * block,
-                                             count));
-      CHECK(deps_str(e.deps) == (lanes[b] == l ? "" : std::to_string(lanes[b]) + ":2"));
+      if (lanes[b] == l) {
+        CHECK(fields(e.op) == peer_copy_fields(outs[i], blocks[b], sizes[b], l, b * block, count));
+        CHECK(e.deps.empty());
+      } else {
+        CHECK(fields(e.op) == imported_copy_fields(outs[i], blocks[b], sizes[b], lanes[b],
+                                                   block_slots[b], b * block, count));
+        CHECK(deps_str(e.deps) == std::to_string(lanes[b]) + ":4");
+      }
       piece_index[l][b] = ++index;
     }
     const auto* t = r.plan.tensor(outs[i]);
@@ -1673,7 +1749,7 @@ TEST_CASE("a two-shot all_reduce between peers sums one block per lane then gath
     for (auto id : blocks)
       CHECK(emu.mem[l].count(id) == 0);
   CHECK(r.ops_of(cpu).empty());
-  CHECK(r.plan.store().live_bytes() == 0);
+  CHECK(r.plan.store().live_bytes() == w * range); // the parts' exports; the blocks' went
   CHECK(r.plan.pending_frees() == 0);
   all_queues_empty(r);
   const auto s = r.sync();
@@ -1692,15 +1768,16 @@ TEST_CASE("reduce_scatter all_gather and broadcast between peers are direct and 
     r.submit(collective(ag::collective_kind::reduce_scatter, {1, 2, 3}, lanes, {11, 12, 13},
                         lanes, 6));
     CHECK(r.plan.held() == 0);
-    CHECK(r.plan.store().live_bytes() == ag::store_allocator::alignment); // the group
+    CHECK(r.plan.store().live_bytes() == 4 * range); // the group and the parts' exports
     uint64_t group = no_offset;
     for (uint64_t i = 0; i < 3; ++i) {
       INFO("lane " << lanes[i]);
       const auto& q = r.plan.lane(lanes[i]).queue;
-      REQUIRE(q.size() == 1);
+      REQUIRE(q.size() == 2);
+      CHECK(q[0].op.kind == ag::op_kind::peer_export);
       if (group == no_offset)
-        group = q[0].op.a.offset;
-      CHECK(fields(q[0].op) == peer_sum_fields(11 + i, group, 2, 2 * i, 3));
+        group = q[1].op.a.offset;
+      CHECK(fields(q[1].op) == peer_sum_fields(11 + i, group, 2, 2 * i, 3));
       CHECK(r.plan.tensor(11 + i)->bytes == 8);
     }
     CHECK(group_at(r, group, 3) == "1:#1 2:#2 3:#3");
@@ -1714,14 +1791,20 @@ TEST_CASE("reduce_scatter all_gather and broadcast between peers are direct and 
     r.submit(collective(ag::collective_kind::all_gather, {1, 2, 3}, lanes, {11, 12, 13}, lanes,
                         4));
     CHECK(r.plan.held() == 0);
-    CHECK(r.plan.store().live_bytes() == 0); // nothing to sum: no group
+    CHECK(r.plan.store().live_bytes() == 3 * range); // the parts' exports; nothing to sum
     for (uint64_t i = 0; i < 3; ++i) {
       INFO("lane " << lanes[i]);
       const auto& q = r.plan.lane(lanes[i]).queue;
-      REQUIRE(q.size() == 3);
+      REQUIRE(q.size() == 4); // its part's export, then a piece of every part
+      CHECK(q[0].op.kind == ag::op_kind::peer_export);
       for (uint64_t p = 0; p < 3; ++p) {
-        CHECK(fields(q[p].op) == peer_copy_fields(11 + i, p + 1, 4, lanes[p], 4 * p, 12));
-        CHECK(deps_str(q[p].deps) == (lanes[p] == lanes[i] ? "" : std::to_string(lanes[p]) + ":1"));
+        const auto slot = r.plan.tensor(p + 1)->export_slot;
+        CHECK(fields(q[1 + p].op)
+              == (lanes[p] == lanes[i]
+                    ? peer_copy_fields(11 + i, p + 1, 4, lanes[p], 4 * p, 12)
+                    : imported_copy_fields(11 + i, p + 1, 4, lanes[p], slot, 4 * p, 12)));
+        CHECK(deps_str(q[1 + p].deps)
+              == (lanes[p] == lanes[i] ? "" : std::to_string(lanes[p]) + ":2"));
       }
       CHECK(r.plan.tensor(11 + i)->bytes == 48);
     }
@@ -1734,15 +1817,17 @@ TEST_CASE("reduce_scatter all_gather and broadcast between peers are direct and 
     emu.run_all();
     r.submit(collective(ag::collective_kind::broadcast, {1}, {sim0}, {11, 12}, {sim1, sim2}, 6));
     CHECK(r.plan.held() == 0);
-    CHECK(r.plan.store().live_bytes() == 0);
+    CHECK(r.plan.store().live_bytes() == range); // the source's export
+    const auto slot = r.plan.tensor(1)->export_slot;
     for (uint32_t l : {sim1, sim2}) {
       INFO("lane " << l);
       const auto& q = r.plan.lane(l).queue;
       REQUIRE(q.size() == 1);
-      CHECK(fields(q[0].op) == peer_copy_fields(l == sim1 ? 11 : 12, 1, 6, sim0));
-      CHECK(deps_str(q[0].deps) == "1:1");
+      CHECK(fields(q[0].op) == imported_copy_fields(l == sim1 ? 11 : 12, 1, 6, sim0, slot));
+      CHECK(deps_str(q[0].deps) == "1:2");
     }
-    CHECK(r.plan.lane(sim0).queue.empty());
+    REQUIRE(r.plan.lane(sim0).queue.size() == 1);
+    CHECK(fields(r.plan.lane(sim0).queue[0].op) == export_fields(slot, 1, 6));
     CHECK(deps_str(r.plan.tensor(1)->readers) == "2:1 3:1");
     emu.run_all();
     CHECK(emu.on(sim1, 11) == ramp(6, 7));
@@ -1750,7 +1835,7 @@ TEST_CASE("reduce_scatter all_gather and broadcast between peers are direct and 
   }
   CHECK(r.ops_of(cpu).empty());
   CHECK(count_kind(r.ops_of(sim0), ag::op_kind::copy) == 1); // the upload's alone
-  CHECK(r.plan.store().live_bytes() == 0);
+  CHECK(r.plan.store().live_bytes() % range == 0); // the exports, while the parts live
   CHECK(r.plan.pending_frees() == 0);
   all_queues_empty(r);
   const auto s = r.sync();
@@ -1807,8 +1892,8 @@ TEST_CASE("a collective that mixes a peer lane with the cpu or with a device tha
   CHECK_FALSE(r.out.answer_of(s).code);
 }
 
-TEST_CASE("a peer lane failing before the direct ops of an all_reduce are dispatched taints every "
-          "result naming the device and leaves nothing undispatched",
+TEST_CASE("a peer lane failing before it wrote the exports an all_reduce reads taints every result "
+          "naming the device, and the reads of them write NaN",
           "[planner][collectives]") {
   auto setup = with_peers(setup_of(), {sim0, sim1});
   bool two_shot = false;
@@ -1819,18 +1904,20 @@ TEST_CASE("a peer lane failing before the direct ops of an all_reduce are dispat
   }
   rig r{std::move(setup)};
   emulator emu{r};
-  // The parts' uploads are sent, not run: every direct op of the collective waits for the other
-  // lane's part.
+  // The parts' uploads are sent, not run; so is every direct op of the collective, each after
+  // the exports it reads were sent: its runner waits for them.
   r.submit(upload(sim0, 1, ramp(6, 0)));
   r.submit(upload(sim1, 2, ramp(6, 100)));
   r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1}, {3, 4}, {sim0, sim1},
                       6));
   r.drain();
-  REQUIRE(r.out.batches(sim0) == 1);
-  REQUIRE(r.out.batches(sim1) == 1);
-  CHECK(r.out.runs[sim1][0].ops.size() == 1); // the upload's copy alone
-  const std::size_t sim1_queued = r.plan.lane(sim1).queue.size();
-  CHECK(sim1_queued == (two_shot ? 4 : 1)); // (sum, two pieces, the block's release)
+  // Every direct op is sent (sim:0's sum in one more pass, after sim:1's export): only the
+  // two-shot blocks' releases wait, for their readers.
+  for (uint32_t l : {sim0, sim1})
+    for (const auto& e : r.plan.lane(l).queue)
+      CHECK(e.release);
+  CHECK(peer_ops(r) == (two_shot ? 6u : 2u));
+  const std::size_t sim1_batches = r.out.batches(sim1);
   const auto s_before = r.sync();
 
   r.plan.failed(sim0, 1, "copy: bad launch");
@@ -1840,37 +1927,17 @@ TEST_CASE("a peer lane failing before the direct ops of an all_reduce are dispat
     INFO("result #" << id);
     CHECK_THAT(r.plan.tensor(id)->failure, Contains(lane_why));
   }
-  // sim:1's direct ops that waited for sim:0 became NaN fills, sent at once with the rest.
-  CHECK(r.plan.lane(sim1).queue.empty());
-  REQUIRE(r.out.batches(sim1) == 2);
-  const auto& sent = r.out.runs[sim1][1];
-  for (const auto& op : sent.ops) {
-    INFO(fields(op));
-    CHECK_FALSE(reads_lane(r, op, sim0));
-  }
-  if (two_shot) {
-    // The sum of block 1 and the piece of block 0 (from sim:0) stand in; the piece of block 1
-    // copies the stand-in.
-    REQUIRE(sent.ops.size() == 3);
-    CHECK(sent.ops[0].kind == ag::op_kind::fill);
-    CHECK(std::isnan(sent.ops[0].scalar));
-    CHECK(sent.ops[0].out.id >= own_ids);
-    CHECK(sent.ops[0].count == 3);
-    CHECK(fields(sent.ops[1])
-          == fields(ag::op_desc{ag::op_kind::fill, {4, no_offset}, {}, {}, 3, 0, sim0, 6}));
-    CHECK(std::isnan(sent.ops[1].scalar));
-    CHECK(fields(sent.ops[2]) == peer_copy_fields(4, sent.ops[0].out.id, 3, sim1, 3, 6));
-    CHECK(sent.no_hold == std::vector<ag::operand_id>{sent.ops[0].out.id});
-  } else {
-    REQUIRE(sent.ops.size() == 1);
-    CHECK(sent.ops[0].kind == ag::op_kind::fill);
-    CHECK(std::isnan(sent.ops[0].scalar));
-    CHECK(sent.ops[0].out.id == 4);
-    CHECK(sent.ops[0].count == 6);
-  }
+  // What goes to sim:1 now reads nothing of sim:0's; its reads sent before find sim:0's export
+  // slots gone.
+  for (std::size_t b = sim1_batches; b < r.out.batches(sim1); ++b)
+    for (const auto& op : r.out.runs[sim1][b].ops)
+      CHECK_FALSE(reads_lane(r, op, sim0));
   CHECK_FALSE(r.out.was_answered(s_before));
   emu.run_all();
   CHECK(all_nan(emu.on(sim1, 4)));
+  REQUIRE_FALSE(emu.lost_imports.empty());
+  for (const auto& [l, id] : emu.lost_imports)
+    CHECK(l == sim1);
   all_queues_empty(r);
   CHECK(r.plan.lane(sim1).done == r.plan.lane(sim1).issued);
   REQUIRE(r.out.was_answered(s_before));
@@ -1879,7 +1946,7 @@ TEST_CASE("a peer lane failing before the direct ops of an all_reduce are dispat
   const auto s = r.sync(); // everything is acknowledged: answered at once
   REQUIRE(r.out.was_answered(s));
   CHECK(r.plan.pending_frees() == 0);
-  CHECK(r.plan.store().live_bytes() == 0);
+  CHECK(r.plan.store().live_bytes() == 2 * range); // the parts' export slots, while they live
   for (const auto& [l, id] : emu.released)
     CHECK(l == sim1);
   CHECK(emu.mem[sim1].size() == 2); // #2 and #4 (two-shot: its block is gone)
@@ -1895,15 +1962,16 @@ TEST_CASE("the group range of a direct all_reduce is freed once every lane ackno
   REQUIRE(live == ag::store_allocator::alignment);
   r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1}, {3, 4}, {sim0, sim1},
                       8));
-  CHECK(r.plan.store().live_bytes() == live + ag::store_allocator::alignment);
+  CHECK(r.plan.store().live_bytes() == live + 3 * range); // the group, the parts' exports
   r.drain();
-  REQUIRE(emu.step(sim0));
+  REQUIRE(emu.step(sim0)); // its export (its sum went out in a second pass, after sim:1's)
+  REQUIRE(emu.step(sim1)); // its export and its sum
   r.drain();
-  CHECK(r.plan.store().live_bytes() == live + ag::store_allocator::alignment); // sim:1 reads it
+  CHECK(r.plan.store().live_bytes() == live + 3 * range); // sim:0's sum still reads the group
   CHECK(r.plan.pending_frees() == 1);
-  REQUIRE(emu.step(sim1));
+  REQUIRE(emu.step(sim0)); // its sum
   r.drain();
-  CHECK(r.plan.store().live_bytes() == live);
+  CHECK(r.plan.store().live_bytes() == live + 2 * range); // the exports stay with the parts
   CHECK(r.plan.pending_frees() == 0);
   const auto want = sum_of(ramp(8, 0), ramp(8, 1000));
   CHECK(emu.on(sim0, 3) == want);
@@ -1997,69 +2065,7 @@ TEST_CASE("a part read by many direct collectives keeps only the readers that ha
   CHECK(emu.on(sim1, 1001) == want);
 }
 
-// -- direct transfers between child processes (exports) -------------------------------------------
-
-namespace {
-
-// Peers among the remote lanes of a process-mode setup.
-ag::planner_setup remote_peers(std::vector<uint32_t> group, std::size_t store_bytes = 64 << 10,
-                               std::size_t lanes = 3) {
-  return with_peers(setup_of(store_bytes, true, lanes), std::move(group));
-}
-
-std::string export_fields(uint64_t slot, ag::operand_id a, uint64_t count) {
-  return fields(
-    ag::op_desc{ag::op_kind::peer_export, {0, slot}, {a, no_offset}, {}, count, 0, 0, 0});
-}
-
-// A peer_copy from another child: b is the source's export slot.
-std::string imported_copy_fields(ag::operand_id out, ag::operand_id a, uint64_t count,
-                                 uint32_t from, uint64_t slot, uint64_t first = 0,
-                                 uint64_t total = 0) {
-  return fields(ag::op_desc{ag::op_kind::peer_copy, {out, no_offset}, {a, no_offset}, {0, slot},
-                            count, first, from, total});
-}
-
-std::string forget_fields(uint32_t lane) {
-  return fields(ag::op_desc{ag::op_kind::peer_forget, {}, {}, {}, 0, 0, lane, 0});
-}
-
-std::string dep_str(const ag::dependency& d) {
-  return std::to_string(d.lane) + ":" + std::to_string(d.index);
-}
-
-// "lane:#id@slot ..." of the k peer_entry records in the store at offset ("@-": no slot).
-std::string group_slots_at(const rig& r, uint64_t offset, uint64_t k) {
-  REQUIRE(offset <= r.store.size());
-  REQUIRE(k * sizeof(ag::peer_entry) <= r.store.size() - offset);
-  std::vector<ag::peer_entry> g(k);
-  std::memcpy(g.data(), r.store.data() + offset, k * sizeof(ag::peer_entry));
-  std::string s;
-  for (const auto& e : g)
-    s += (s.empty() ? "" : " ") + std::to_string(e.lane) + ":#" + std::to_string(e.id) + "@"
-         + (e.slot == no_offset ? std::string{"-"} : std::to_string(e.slot));
-  return s;
-}
-
-std::size_t kind_sent(emulator& emu, uint32_t lanes, ag::op_kind k) {
-  std::size_t n = 0;
-  for (uint32_t l = 0; l < lanes; ++l)
-    n += count_kind(emu.ops_sent(l), k);
-  return n;
-}
-
-// The ops of the last broadcast's batch for lane l (none: empty).
-std::vector<ag::op_desc> last_broadcast_ops(const rig& r, uint32_t l) {
-  REQUIRE_FALSE(r.out.broadcasts.empty());
-  for (const auto& b : r.out.broadcasts.back().batches)
-    if (b.lane == l)
-      return b.ops;
-  return {};
-}
-
-constexpr std::size_t range = ag::store_allocator::alignment; // what one export slot takes
-
-} // namespace
+// -- direct transfers between child processes ------------------------------------------------------
 
 TEST_CASE("a move between two remote peer lanes is a peer_export on the source then a peer_copy "
           "through its slot on the destination after the export",
@@ -2565,8 +2571,8 @@ TEST_CASE("a remote lane failing taints what another child read of it unacknowle
   CHECK(r.floats_at(r.out.answer_of(good).offset, 4) == std::vector<float>{1, 2, 3, 4});
 }
 
-TEST_CASE("in thread mode the same peers read in place with no peer_export and a failure sends no "
-          "peer_forget",
+TEST_CASE("in thread mode the same peers read each other's exports, in batches run in this "
+          "process, and a failure sends no peer_forget",
           "[planner][peers]") {
   auto setup = with_peers(setup_of(64 << 10, false), {sim0, sim1});
   uint64_t count = 5;
@@ -2581,22 +2587,28 @@ TEST_CASE("in thread mode the same peers read in place with no peer_export and a
   r.submit(move_to(sim1, 3, 1, count));
   r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1}, {11, 12},
                       {sim0, sim1}, count));
-  CHECK(r.plan.tensor(1)->export_slot == no_offset);
-  CHECK(r.plan.tensor(2)->export_slot == no_offset);
-  REQUIRE_FALSE(r.plan.lane(sim0).queue.empty());
-  const auto& sum = r.plan.lane(sim0).queue.front().op;
+  const uint64_t slot1 = r.plan.tensor(1)->export_slot;
+  const uint64_t slot2 = r.plan.tensor(2)->export_slot;
+  REQUIRE(slot1 != no_offset);
+  REQUIRE(slot2 != no_offset);
+  const auto& q0 = r.plan.lane(sim0).queue;
+  REQUIRE(q0.size() >= 2);
+  CHECK(fields(q0[0].op) == export_fields(slot1, 1, count));
+  const auto& sum = q0[1].op;
   REQUIRE(sum.kind == ag::op_kind::peer_sum);
-  CHECK(group_slots_at(r, sum.a.offset, 2) == "1:#1@- 2:#2@-");
+  CHECK(group_slots_at(r, sum.a.offset, 2)
+        == "1:#1@" + std::to_string(slot1) + " 2:#2@" + std::to_string(slot2));
   REQUIRE_FALSE(r.plan.lane(sim1).queue.empty());
-  CHECK(fields(r.plan.lane(sim1).queue.front().op) == peer_copy_fields(3, 1, count, sim0));
+  CHECK(fields(r.plan.lane(sim1).queue.front().op)
+        == imported_copy_fields(3, 1, count, sim0, slot1));
   emu.run_all();
   const auto want = sum_all(parts);
   CHECK(emu.on(sim0, 11) == want);
   CHECK(emu.on(sim1, 12) == want);
   CHECK(emu.on(sim1, 3) == parts[0]);
-  CHECK(r.out.broadcasts.empty());
-  CHECK(kind_sent(emu, r.lanes, ag::op_kind::peer_export) == 0);
-  CHECK(emu.imports.empty());
+  CHECK(r.out.broadcasts.empty()); // every batch ran in this process
+  CHECK(kind_sent(emu, r.lanes, ag::op_kind::peer_export) == (count == 5 ? 2u : 4u));
+  CHECK_FALSE(emu.imports.empty());
 
   r.plan.failed(sim0, 1, "relu: bad launch");
   emu.dead.insert(sim0);
