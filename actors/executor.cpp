@@ -226,8 +226,8 @@ void start(executor_self self, executor_setup& setup) {
   topo.board = setup.plan.board;
   topo.peers = !setup.plan.peers.empty() && !setup.process; // children use exports instead
   topo.linger = setup.linger;
-  topo.exports = {std::max(setup.linger, std::chrono::nanoseconds{std::chrono::microseconds{50}}),
-                  setup.plan.wait_timeout};
+  topo.exports.spin = std::max(setup.linger, topo.exports.spin); // a sibling about to write
+  topo.exports.timeout = setup.plan.wait_timeout;
   st.gate = flush_gate{setup.linger};
   if (auto& tl = setup.plan.timeline) {
     tl->name_process(::getpid(), "controller");

@@ -401,8 +401,6 @@ bool planner::dispatch_lane(uint32_t l, wire::execute_msg& broadcast, std::size_
   }
   if (b.ops.empty() && b.no_hold.empty())
     return cut;
-  if (store_base_ != nullptr) // before the readers of its exports can look
-    export_slots::clear_all(b, store_base_, store_.capacity());
   ln.sent += b.ops.size();
   ln.entries_sent += b.ops.size() + b.no_hold.size();
   ln.in_flight.push_back(ln.entries_sent);

@@ -239,7 +239,7 @@ private:
   std::string no_direct_path(const std::vector<device>& devices) const;
   bool peer(uint32_t a, uint32_t b) const;
   void add_reader(tensor_rec& rec, dependency reader);
-  bool remote_read(uint32_t reader, const tensor_rec& rec) const;
+  bool reads_export(uint32_t reader, const tensor_rec& rec) const;
   bool export_all(const std::vector<operand_id>& ids, std::size_t extra,
                   std::vector<uint64_t>& extra_slots);
   void export_operand(operand_id id, uint64_t slot);

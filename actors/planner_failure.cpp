@@ -106,8 +106,8 @@ void planner::fail_lane(uint32_t l, const std::string& why) {
 void planner::mark_exports_gone(std::optional<uint32_t> l) {
   for (const auto& r : direct_reads_) {
     if ((l && r.from != *l) || r.slot == operand_ref::no_offset
-        || lanes_[r.reader.lane].done >= r.reader.index)
-      continue;
+        || lanes_[r.reader.lane].done >= r.reader.index || !lanes_[r.reader.lane].failed.empty())
+      continue; // no read waits on it (one of a failed lane may be reused by now)
     if (store_base_ != nullptr)
       export_slots::mark_gone(store_base_ + r.slot);
     progressed(r.reader.lane);

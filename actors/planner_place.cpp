@@ -127,14 +127,14 @@ placement planner::direct_move(uint32_t dst, op_request& req, uint64_t bytes) {
 // A direct read on lane `reader` of rec, another device lane's operand: through its export, which
 // orders the read after its writer by the exporter's event (graph/export_slot.hpp): a peer lane of
 // this process finds the operand in the peer directory, another child maps it (CUDA IPC).
-bool planner::remote_read(uint32_t reader, const tensor_rec& rec) const {
+bool planner::reads_export(uint32_t reader, const tensor_rec& rec) const {
   return rec.lane != reader && rec.lane != cpu_lane;
 }
 
 // What a direct read on lane `reader` of rec waits for: its export sent (the reader's runner and
 // stream wait for the rest: graph/export_slot.hpp), or its writer run.
 dependency planner::source_dep(uint32_t reader, const tensor_rec& rec) const {
-  if (!remote_read(reader, rec))
+  if (!reads_export(reader, rec))
     return rec.writer;
   dependency d = rec.exported;
   d.sent = true;
@@ -170,8 +170,12 @@ bool planner::export_all(const std::vector<operand_id>& ids, std::size_t extra,
 }
 
 // Its lane writes the operand's export into `slot`, after the operator that made it; the slot
-// goes once the operand is released and its readers ran.
+// goes once the operand is released and its readers ran. A slot used before is cleared here,
+// before the export is sent: its earlier readers have run, and its new ones must not find it
+// ready.
 void planner::export_operand(operand_id id, uint64_t slot) {
+  if (store_base_ != nullptr)
+    export_slots::clear(store_base_ + slot);
   auto& rec = tensors_.at(id);
   const op_desc op{op_kind::peer_export, {0, slot}, {id, no_offset}, {}, rec.bytes / sizeof(float),
                    0, 0, 0};
@@ -190,7 +194,7 @@ uint64_t planner::read_directly(uint32_t l, op_desc op, const std::vector<operan
     const auto& rec = tensors_.at(id);
     if (const auto d = source_dep(l, rec); d.lane != l && d.index > 0)
       e.deps.push_back(d);
-    if (op.kind == op_kind::peer_copy && remote_read(l, rec))
+    if (op.kind == op_kind::peer_copy && reads_export(l, rec))
       op.b = {0, rec.export_slot};
   }
   e.op = op;
@@ -209,7 +213,7 @@ uint64_t planner::read_directly(uint32_t l, op_desc op, const std::vector<operan
 
 // A read of another lane's operand is watched until it ran (fail_lane).
 void planner::note_direct_read(dependency reader, const tensor_rec& source, operand_id out) {
-  if (!remote_read(reader.lane, source))
+  if (!reads_export(reader.lane, source))
     return;
   auto& v = direct_reads_;
   v.erase(std::remove_if(v.begin(), v.end(),

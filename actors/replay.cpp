@@ -334,7 +334,7 @@ private:
     ++report_.messages;
     const std::string where = "local batch (record " + std::to_string(r.index) + ")";
     note_sent(x.b, where);
-    export_slots::clear_all(x.b, store_base_, store_bytes_); // as the planner does
+    export_slots::clear_all(x.b, store_base_, store_bytes_); // the planner did, taking them
     if (topo_->remote(x.b.lane)) {
       wire::execute_msg m;
       m.batches.push_back(x.b);
@@ -355,7 +355,7 @@ private:
     wire::execute_msg remote;
     for (auto& b : m.batches) {
       note_sent(b, where);
-      export_slots::clear_all(b, store_base_, store_bytes_); // as the planner does
+      export_slots::clear_all(b, store_base_, store_bytes_); // the planner did, taking them
       if (topo_->remote(b.lane))
         remote.batches.push_back(b);
       else

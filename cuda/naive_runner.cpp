@@ -169,6 +169,8 @@ peer_directory::operand naive_runner::peer_operand(const op_desc& op, uint32_t l
   }
   if (slot != operand_ref::no_offset)
     return imported(op, lane, id, slot);
+  // No export: a trace recorded before reads between lanes of one process went through exports,
+  // replayed in-process (its recorded acknowledgements order the read).
   if (!peers_)
     throw error(describe(op) + ": " + stream_.device().str() + " cannot read lane "
                 + std::to_string(lane) + "'s operands (no peer lanes in this process, and no "

@@ -4,7 +4,7 @@
 // event, recorded on its stream right after the operand's writer: a reader's stream waits for that
 // event before it reads, so the order between the children is kept by the GPUs, not by a round trip
 // through the controller. The readers may be sent in the same broadcast as the export; they watch
-// `state`, which the exporter sets last and the controller clears before it sends the export.
+// `state`, which the exporter sets last and the controller clears when it takes the slot.
 //
 // The store is shared memory: `state` is read and written with atomic builtins (the slot itself is
 // a plain record, copied whole by the tests and the replayer).
@@ -64,8 +64,9 @@ inline export_slot read(const std::byte* slot) noexcept {
   return x;
 }
 
-// The controller, before the broadcast that carries the slot's peer_export: a slot used before
-// (freed once its readers ran) must not read as ready to the new export's readers.
+// The controller, when it takes the slot for an export, before that export is sent (ag-replay:
+// before each recorded batch that exports into it): a slot used before (freed once its readers
+// ran) must not read as ready to the new export's readers.
 inline void clear(std::byte* slot) noexcept {
   __atomic_store_n(state_word(slot), static_cast<uint32_t>(export_state::pending),
                    __ATOMIC_RELEASE);
