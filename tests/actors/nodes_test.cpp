@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <actorgraph/actorgraph.hpp>
@@ -123,6 +124,25 @@ TEST_CASE("a node serves one controller at a time and the next once the first is
         == std::vector<float>(4, 5.0f));
 }
 
+TEST_CASE("a stranger refused at the handshake leaves the node's link to its controller as it was",
+          "[nodes]") {
+  cluster c;
+  const auto stranger = c.keys.make("stranger");
+  node_process n1{"n1", c.k1, {c.ctl}};
+  ag::runtime rt{option(c, {&n1}, "n1/sim:0")};
+  const auto d = ag::parse_device("n1/sim:0");
+  REQUIRE(rt.full({4}, 1.0f, d).to_vector() == std::vector<float>(4, 1.0f));
+  auto opt = option(c, {&n1}, "n1/sim:0");
+  opt.key_file = stranger + ".secret";
+  opt.start_timeout = 5000ms * ag::test::tsan_slow;
+  CHECK_THROWS_WITH(ag::runtime{opt}, Contains("node n1"));
+  // The node's middleman reads the controller's link again at its next heartbeat (every 200 ms):
+  // after several, the link and the node's children are still there.
+  std::this_thread::sleep_for(1000ms);
+  CHECK(rt.full({4}, 2.0f, d).to_vector() == std::vector<float>(4, 2.0f));
+  CHECK(ag::test::runner_children(n1.pid()).size() == 1);
+}
+
 TEST_CASE("a controller a node does not allow, or a node the controller does not trust, is "
           "refused at start-up naming the node",
           "[nodes]") {
@@ -204,7 +224,11 @@ TEST_CASE("a node killed, or stopped, fails its devices within the deadline nami
   SECTION("stopped, with its children") { REQUIRE(n1.freeze()); }
   CHECK_THROWS_WITH(rt.full({4}, 1.0f, a).to_vector(), Contains("n1/sim:0"));
   CHECK(std::chrono::steady_clock::now() - t0 < 10s * ag::test::tsan_slow); // not the wait's
+  // The other node's link is read again at each heartbeat (every 200 ms): after several, it and
+  // its children are still there.
+  std::this_thread::sleep_for(1000ms);
   CHECK(rt.full({4}, 7.0f, b).to_vector() == std::vector<float>(4, 7.0f));
+  CHECK(ag::test::runner_children(n2.pid()).size() == 1);
 }
 
 TEST_CASE("a controller killed, or silent: its children on the node exit within 2 s of the node's "
