@@ -53,8 +53,20 @@ int SSL_accept(SSL* ssl) {
 
 namespace ag {
 
+namespace {
+
+void this_library() {} // internal: its address is in this library, whatever comes first
+
+} // namespace
+
 bool tls_error_queue_guarded() {
-  return ::dlsym(RTLD_DEFAULT, "SSL_read") == reinterpret_cast<void*>(&SSL_read);
+  // `&SSL_read` here would go through the lookup order too: ask which library the process's
+  // SSL_read lives in instead.
+  void* const found = ::dlsym(RTLD_DEFAULT, "SSL_read");
+  Dl_info theirs{}, ours{};
+  return found != nullptr && ::dladdr(found, &theirs) != 0
+         && ::dladdr(reinterpret_cast<void*>(&this_library), &ours) != 0
+         && theirs.dli_fbase == ours.dli_fbase;
 }
 
 } // namespace ag

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -169,6 +170,19 @@ TEST_CASE("a controller a node does not allow, or a node the controller does not
     opt.start_timeout = 5000ms * ag::test::tsan_slow;
     CHECK_THROWS_WITH(ag::runtime{opt}, Contains("node n1 (tcp://127.0.0.1:1)"));
   }
+}
+
+TEST_CASE("a program that loads libssl before libactorgraph is refused nodes, saying why",
+          "[nodes]") {
+  cluster c;
+  const auto log = c.keys.dir.file("ssl-first.log");
+  const int code = ag::test::run_program({AG_TEST_SSL_FIRST, c.ctl + ".secret", c.k1 + ".public"},
+                                         log);
+  std::ifstream in{log};
+  const std::string said{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  INFO(said);
+  CHECK(code == 0);
+  CHECK_THAT(said, Contains("link actorgraph before OpenSSL"));
 }
 
 TEST_CASE("options for nodes that cannot work are refused naming what is wrong", "[nodes]") {
