@@ -33,6 +33,10 @@ ag::graph_option peers_option(int sims, bool peers = true) {
   opt.sim_peers = peers;
   opt.store_bytes = std::size_t{1} << 20;
   opt.transport = ag::test::transport_under_test();
+  // A hang guard, stretched under ThreadSanitizer: it takes a store copy for a race with the
+  // runners' earlier accesses (CAF's mailboxes, which order them, are invisible to it) and weighs
+  // each such report against the suppressions, many times slower than the copy.
+  opt.wait_timeout = std::chrono::milliseconds{60000} * ag::test::tsan_slow;
   return opt;
 }
 
