@@ -1,10 +1,12 @@
-// export_slot: an operand exported by its child for other children to read (CUDA IPC), as
-// peer_export writes it into a store range the planner took for it (graph/op.hpp). Besides the
-// memory handle of the allocation that holds the operand, it carries the exporter's interprocess
-// event, recorded on its stream right after the operand's writer: a reader's stream waits for that
-// event before it reads, so the order between the children is kept by the GPUs, not by a round trip
-// through the controller. The readers may be sent in the same broadcast as the export; they watch
-// `state`, which the exporter sets last and the controller clears when it takes the slot.
+// export_slot: an operand exported by its lane for other device lanes to read, as peer_export
+// writes it into a store range the planner took for it (graph/op.hpp). It carries the exporter's
+// stream event, recorded right after the operand's writer: a reader's stream waits for that event
+// before it reads, so the order between lanes is kept by the GPUs, not by a round trip through the
+// controller. Between children, the event is an interprocess one and the slot also holds the memory
+// handle of the allocation that holds the operand (CUDA IPC); between lanes of one process
+// (thread mode), the event is the exporter's own cudaEvent_t, and readers find the operand in the
+// peer directory. The readers may be sent in the same broadcast as the export; they watch `state`,
+// which the exporter sets last and the controller clears when it takes the slot.
 //
 // The store is shared memory: `state` is read and written with atomic builtins (the slot itself is
 // a plain record, copied whole by the tests and the replayer).
@@ -27,12 +29,12 @@ enum class export_state : uint32_t {
 struct export_slot {
   uint32_t state = 0;  // an export_state, written last by the exporter
   uint32_t lane = 0;   // the exporting lane
-  int32_t pid = 0;     // the exporting child
+  int32_t pid = 0;     // the exporting process
   int32_t index = 0;   // its device, cuda:index
   uint64_t bytes = 0;  // of the operand
   uint64_t offset = 0; // of the operand in the allocation the handle maps (CUDA packs small ones)
-  char handle[64] = {}; // cudaIpcMemHandle_t of that allocation
-  char event[64] = {};  // cudaIpcEventHandle_t of the exporter's stream event
+  char handle[64] = {}; // cudaIpcMemHandle_t of that allocation (children only)
+  char event[64] = {};  // the exporter's stream event: cudaIpcEventHandle_t, or cudaEvent_t
 };
 static_assert(sizeof(export_slot) == 160);
 static_assert(offsetof(export_slot, state) == 0);
