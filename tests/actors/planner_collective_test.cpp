@@ -1223,14 +1223,19 @@ std::string peer_sum_fields(ag::operand_id out, uint64_t group, uint64_t count, 
     ag::op_desc{ag::op_kind::peer_sum, {out, no_offset}, {0, group}, {}, count, first, parts, 0});
 }
 
-// "lane:#id ..." of the k peer_entry records in the store at offset.
-std::string group_at(const rig& r, uint64_t offset, uint64_t k) {
+// The k peer_entry records in the store at offset.
+std::vector<ag::peer_entry> entries_at(const rig& r, uint64_t offset, uint64_t k) {
   REQUIRE(offset <= r.store.size());
   REQUIRE(k * sizeof(ag::peer_entry) <= r.store.size() - offset);
   std::vector<ag::peer_entry> g(k);
   std::memcpy(g.data(), r.store.data() + offset, k * sizeof(ag::peer_entry));
+  return g;
+}
+
+// "lane:#id ..." of the k peer_entry records in the store at offset.
+std::string group_at(const rig& r, uint64_t offset, uint64_t k) {
   std::string s;
-  for (const auto& e : g)
+  for (const auto& e : entries_at(r, offset, k))
     s += (s.empty() ? "" : " ") + std::to_string(e.lane) + ":#" + std::to_string(e.id)
          + (e.reserved == 0 ? "" : "(reserved " + std::to_string(e.reserved) + ")");
   return s;
@@ -1341,12 +1346,8 @@ std::string dep_str(const ag::dependency& d) {
 
 // "lane:#id@slot ..." of the k peer_entry records in the store at offset ("@-": no slot).
 std::string group_slots_at(const rig& r, uint64_t offset, uint64_t k) {
-  REQUIRE(offset <= r.store.size());
-  REQUIRE(k * sizeof(ag::peer_entry) <= r.store.size() - offset);
-  std::vector<ag::peer_entry> g(k);
-  std::memcpy(g.data(), r.store.data() + offset, k * sizeof(ag::peer_entry));
   std::string s;
-  for (const auto& e : g)
+  for (const auto& e : entries_at(r, offset, k))
     s += (s.empty() ? "" : " ") + std::to_string(e.lane) + ":#" + std::to_string(e.id) + "@"
          + (e.slot == no_offset ? std::string{"-"} : std::to_string(e.slot));
   return s;
