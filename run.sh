@@ -66,14 +66,14 @@ case "$what" in
   test-asan)
     install_missing
     sanitized asan "-fsanitize=address,undefined -fno-sanitize-recover=undefined"
-    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1
     export LSAN_OPTIONS=suppressions=$supp/lsan.supp
     exec ctest --test-dir build-asan --output-on-failure -j "$(nproc)" --timeout 900 "$@"
     ;;
   test-tsan)
     install_missing
     sanitized tsan "-fsanitize=thread"
-    export TSAN_OPTIONS="suppressions=$supp/tsan.supp halt_on_error=1 second_deadlock_stack=1"
+    export TSAN_OPTIONS="suppressions=$supp/tsan.supp halt_on_error=1 second_deadlock_stack=1 allocator_may_return_null=1"
     exec ctest --test-dir build-tsan --output-on-failure -j "$(nproc)" --timeout 900 "$@"
     ;;
   fuzz)

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zmq.hpp>
@@ -19,17 +20,28 @@ namespace ag {
 
 namespace {
 
-bool executable(const std::string& path) { return !path.empty() && ::access(path.c_str(), X_OK) == 0; }
+bool executable(const std::string& path) {
+  struct stat st {};
+  return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)
+         && ::access(path.c_str(), X_OK) == 0;
+}
 
 std::string directory_of(const std::string& path) {
   const auto slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
+// The name of the SubProcessSync segment of the child of `lane` (a file in /dev/shm).
+std::string sync_segment(const std::string& prefix, uint32_t lane) {
+  return prefix + "-sync-" + std::to_string(lane);
+}
+
+} // namespace
+
 // ag-runner: graph_option::runner_path, else $AG_RUNNER, else beside this library's installed
 // programs (<prefix>/lib/libactorgraph.so -> <prefix>/bin/ag-runner), else beside the running
 // program, else where this build put it.
-std::string find_runner(const std::string& configured) {
+std::string find_runner(const std::string& configured, const std::string& option) {
   std::vector<std::string> tried;
   auto consider = [&](const std::string& p) {
     tried.push_back(p);
@@ -38,7 +50,7 @@ std::string find_runner(const std::string& configured) {
   if (!configured.empty()) {
     if (consider(configured))
       return configured;
-    throw error("graph_option::runner_path " + configured + " is not an executable file");
+    throw error(option + " " + configured + " is not an executable file");
   }
   if (const char* env = std::getenv("AG_RUNNER"); env && *env) {
     if (consider(env))
@@ -46,7 +58,7 @@ std::string find_runner(const std::string& configured) {
     throw error("AG_RUNNER=" + std::string{env} + " is not an executable file");
   }
   Dl_info info{};
-  if (::dladdr(reinterpret_cast<void*>(&find_runner), &info) && info.dli_fname) {
+  if (::dladdr(reinterpret_cast<void*>(&directory_of), &info) && info.dli_fname) {
     const std::string lib_dir = directory_of(info.dli_fname);
     if (auto p = lib_dir + "/" AG_LIB_TO_BIN "/ag-runner"; consider(p))
       return p;
@@ -66,15 +78,8 @@ std::string find_runner(const std::string& configured) {
   for (auto& t : tried)
     list += (list.empty() ? "" : ", ") + t;
   throw error("ag-runner not found (looked at " + list
-              + "); set graph_option::runner_path or AG_RUNNER");
+              + "); set " + option + " or AG_RUNNER");
 }
-
-// The name of the SubProcessSync segment of the child of `lane` (a file in /dev/shm).
-std::string sync_segment(const std::string& prefix, uint32_t lane) {
-  return prefix + "-sync-" + std::to_string(lane);
-}
-
-} // namespace
 
 cleanup_slots::~cleanup_slots() {
   for (int s : slots_)

@@ -17,6 +17,11 @@
 
 namespace ag {
 
+// The ag-runner program: `configured` (the option named `option`), else $AG_RUNNER, else beside
+// the installed library's programs or the running program. Throws ag::error naming the option.
+std::string find_runner(const std::string& configured,
+                        const std::string& option = "graph_option::runner_path");
+
 // Registers files with the stop-signal clean-up for as long as it lives.
 class cleanup_slots {
 public:

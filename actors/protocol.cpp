@@ -1,6 +1,7 @@
 #include "actors/protocol.hpp"
 
 #include <caf/error.hpp>
+#include <caf/exit_reason.hpp>
 #include <caf/message.hpp>
 #include <caf/sec.hpp>
 
@@ -24,6 +25,10 @@ std::string describe(const caf::error& err, const std::string& what) {
       default: break;
     }
   }
+  if (err == caf::exit_reason::remote_link_unreachable)
+    return what + ": the link to its node was lost (nothing heard from the node for "
+                  "graph_option::node_timeout, or its connection closed); raise node_timeout if the "
+                  "node or the network is only slow";
   return what + ": " + caf::to_string(err);
 }
 

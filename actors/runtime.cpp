@@ -7,7 +7,9 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <new>
 #include <optional>
+#include <stdexcept>
 #include <tuple>
 #include <type_traits>
 
@@ -18,6 +20,7 @@
 #include "actors/executor.hpp"
 #include "actors/node_setup.hpp"
 #include "actors/flow_control.hpp"
+#include "actors/fork_guard.hpp"
 #include "actors/peer_lanes.hpp"
 #include "actors/store_fence.hpp"
 #include "actors/process_env.hpp"
@@ -96,6 +99,17 @@ caf::duration request_timeout(std::chrono::milliseconds wait) {
   return caf::duration{saturating_add(wait, std::chrono::seconds{5})};
 }
 
+// A vector of `count` floats for a result; ag::error naming `what` when the host cannot hold it.
+std::vector<float> host_vector(std::size_t count, const std::string& what) {
+  try {
+    return std::vector<float>(count);
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+  throw error(what + ": out of host memory for its " + std::to_string(count) + " values ("
+              + std::to_string(count * sizeof(float)) + " bytes)");
+}
+
 // A receive handler that keeps a reply of several values.
 template <class... Us>
 auto keep_reply(std::optional<std::tuple<Us...>>& out) {
@@ -125,6 +139,11 @@ public:
     }
     if (opt_.spin_wait.count() < 0)
       throw error("graph_option::spin_wait must not be negative");
+    opt_.spin_wait = std::min(opt_.spin_wait, max_spin_wait); // saturates at its ceiling
+    if (opt_.store_bytes < min_store_bytes)
+      throw error("graph_option::store_bytes " + std::to_string(opt_.store_bytes)
+                  + " is below the smallest store, " + std::to_string(min_store_bytes)
+                  + " bytes; set it to that or more (default 1 GiB)");
     const bool with_nodes =
       !opt_.nodes.empty()
       || std::any_of(opt_.devices.begin(), opt_.devices.end(), [](auto& d) { return !d.local(); });
@@ -136,9 +155,11 @@ public:
       throw error("graph_option::transport " + std::to_string(static_cast<int>(opt_.transport))
                   + " is neither shared_memory nor sockets");
     if (shm && opt_.per_device_per_process
-        && (opt_.ring_bytes < (std::size_t{64} << 10) || (opt_.ring_bytes & (opt_.ring_bytes - 1)) != 0))
+        && (opt_.ring_bytes < min_ring_bytes || opt_.ring_bytes > max_ring_bytes
+            || (opt_.ring_bytes & (opt_.ring_bytes - 1)) != 0))
       throw error("graph_option::ring_bytes " + std::to_string(opt_.ring_bytes)
-                  + " is not a power of two of at least 65536");
+                  + " must be a power of two from " + std::to_string(min_ring_bytes) + " (64 KiB) to "
+                  + std::to_string(max_ring_bytes) + " (2 GiB); the default is 4 MiB");
     devices_ = resolve_devices(opt_.devices);
     std::vector<std::string> lane_names(devices_.size() + 1);
     lane_names[cpu_lane] = "cpu";
@@ -279,6 +300,7 @@ public:
   // Blocks while the operator's device has no room (graph_option::max_in_flight_ops and the
   // bounds beside it), up to wait_timeout.
   void submit(op_request&& req) override {
+    fork_.check(to_string(req.kind));
     const uint32_t lane = lane_of(req.where);
     if (auto why = flow_->acquire(lane, req.data.size() * sizeof(float), opt_.wait_timeout);
         !why.empty())
@@ -289,6 +311,7 @@ public:
 
   // A collective takes one credit, on its first result's device.
   void submit(collective_request&& req) override {
+    fork_.check(describe(req));
     const uint32_t lane = lane_of(req.to.front());
     if (auto why = flow_->acquire(lane, 0, opt_.wait_timeout); !why.empty())
       throw error(describe(req) + ": " + why);
@@ -296,12 +319,15 @@ public:
   }
 
   void release(operand_id id) noexcept override {
+    if (fork_.forked()) // the parent's tensor, which the parent releases
+      return;
     store_fence::release(); // this thread's reads of the tensor's range come first
     caf::anon_send(executor_, release_atom::value, id);
   }
 
   std::vector<float> read(operand_id id, std::size_t count) override {
     const std::string what = "to_vector of tensor #" + std::to_string(id);
+    fork_.check(what);
     std::optional<uint64_t> fast;
     if (board_) {
       fast = read_on_board(what, id);
@@ -312,7 +338,7 @@ public:
     store_fence::acquire();
     if (!store().contains(offset, count * sizeof(float)))
       throw error("to_vector of tensor #" + std::to_string(id) + ": store range out of bounds");
-    std::vector<float> out(count);
+    std::vector<float> out = host_vector(count, what);
     if (count > 0)
       std::memcpy(out.data(), store().base() + offset, count * sizeof(float));
     if (trace_) {
@@ -331,14 +357,19 @@ public:
   // A piece at a time: the executor copies it to a staging range, this thread copies it out and
   // gives the range back. Reads of this kind are not recorded in a trace.
   std::vector<float> read_device(operand_id id, std::size_t count) override {
+    const std::string what = "to_vector of tensor #" + std::to_string(id);
+    fork_.check(what);
     const uint64_t piece = std::max<uint64_t>(1, store_size_ / 4 / sizeof(float));
-    std::vector<float> out(count);
+    std::vector<float> out;
     for (uint64_t first = 0; first < count; first += piece) {
       const uint64_t n = std::min<uint64_t>(piece, count - first);
-      const auto offset = wait<uint64_t>("to_vector of tensor #" + std::to_string(id), fetch_atom::value,
-                                         id, first, n);
+      // The first piece is waited for before the result is allocated: a producer that failed is
+      // reported as such, not as the host memory its result would have needed.
+      const auto offset = wait<uint64_t>(what, fetch_atom::value, id, first, n);
       if (!store().contains(offset, n * sizeof(float)))
-        throw error("to_vector of tensor #" + std::to_string(id) + ": store range out of bounds");
+        throw error(what + ": store range out of bounds");
+      if (first == 0)
+        out = host_vector(count, what);
       store_fence::acquire();
       std::memcpy(out.data() + first, store().base() + offset, n * sizeof(float));
       store_fence::release();
@@ -348,6 +379,7 @@ public:
   }
 
   void sync() override {
+    fork_.check("sync");
     if (board_ && sync_on_board())
       return;
     if (board_ && stopped_)
@@ -356,6 +388,7 @@ public:
   }
 
   runtime_stats stats() {
+    fork_.check("stats");
     const auto [store_bytes, device_bytes, batches, operators] =
       wait<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>>("stats", stats_atom::value);
     runtime_stats out{store_bytes, device_bytes, batches, operators};
@@ -368,6 +401,7 @@ public:
 
   const std::vector<device>& devices() const noexcept { return devices_; }
   const graph_option& option() const noexcept { return opt_; }
+  bool forked() const noexcept { return fork_.forked(); }
 
 private:
   // The host store: shared with the children in process mode, this process's memory otherwise.
@@ -458,6 +492,7 @@ private:
     return std::move(*result);
   }
 
+  fork_guard fork_;
   graph_option opt_;
   std::vector<device> devices_;
   std::unique_ptr<local_board> local_board_; // thread mode, the shared-memory path
@@ -487,6 +522,12 @@ runtime::runtime(caf::actor_system& sys, graph_option opt)
   : core_(std::make_shared<detail::controller>(&sys, std::move(opt))) {}
 
 runtime::~runtime() {
+  if (core_->forked()) {
+    // A copy in a process forked from the runtime's: its parent still runs it. Tearing it down here
+    // would wait on threads this process does not have and unlink the parent's files.
+    new std::shared_ptr<detail::controller>(std::move(core_)); // deliberately never freed
+    return;
+  }
   try {
     core_->sync();
   } catch (const std::exception& e) {

@@ -95,7 +95,9 @@ std::vector<tensor> all_gather(const std::vector<tensor>& parts) {
   const auto g = check_parts("all_gather", parts);
   check_has_dim0("all_gather", parts);
   shape_t shape = g.nodes.front()->shape;
-  shape[0] *= static_cast<int64_t>(parts.size());
+  shape[0] = detail::checked_product(shape[0], static_cast<int64_t>(parts.size()),
+                                     "all_gather: dim 0 of " + parts.front().str() + " times "
+                                       + std::to_string(parts.size()) + " parts");
   detail::element_count(shape, "all_gather");
   return submit(g, request(collective_kind::all_gather, g), shape);
 }

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "actorgraph/error.hpp"
+#include "graph/printable.hpp"
 
 namespace ag {
 
@@ -17,7 +18,7 @@ void check_node_name(const std::string& name, const std::string& what) {
                        return std::isalnum(c) || c == '-' || c == '_';
                      });
   if (!ok)
-    throw error(what + ": node name \"" + name + "\" is not 1 to "
+    throw error(what + ": node name \"" + printable(name) + "\" is not 1 to "
                 + std::to_string(device::max_node_name)
                 + " letters, digits, '-' or '_' starting with a letter");
 }
@@ -27,9 +28,9 @@ device device::on(const std::string& name) const {
   d.node = {};
   if (name.empty())
     return d;
-  check_node_name(name, "device " + name + "/" + on_its_node().str());
+  check_node_name(name, "device " + printable(name) + "/" + on_its_node().str());
   if (is_cpu())
-    throw error("device " + name + "/cpu: a node lends its cuda:N and sim:N devices; the cpu is "
+    throw error("device " + printable(name) + "/cpu: a node lends its cuda:N and sim:N devices; the cpu is "
                 "the controller's");
   std::copy(name.begin(), name.end(), d.node.begin());
   return d;
@@ -62,7 +63,8 @@ device parse_device(const std::string& raw) {
   if (const auto slash = text.find('/'); slash != std::string::npos) {
     const std::string node = trim(text.substr(0, slash));
     if (node.empty() || text.find('/', slash + 1) != std::string::npos)
-      throw error("unknown device \"" + raw + "\": expected NAME/cuda:N or NAME/sim:N on a node");
+      throw error("unknown device \"" + printable(raw)
+                  + "\": expected NAME/cuda:N or NAME/sim:N on a node");
     return parse_device(text.substr(slash + 1)).on(node);
   }
   if (text == "cpu")
@@ -79,9 +81,12 @@ device parse_device(const std::string& raw) {
       return name == "cuda" ? device::cuda(index) : device::sim(index);
     }
   }
-  throw error("unknown device \"" + raw
-              + "\": expected cpu, cuda:N or sim:N (N a non-negative integer), NAME/cuda:N or "
-              "NAME/sim:N on node NAME, or auto");
+  if (text == "auto")
+    throw error("unknown device \"auto\": auto names a whole device list (every visible CUDA GPU, "
+                "else sim:0,sim:1), not one device; expected cpu, cuda:N or sim:N");
+  throw error("unknown device \"" + printable(raw)
+              + "\": expected cpu, cuda:N or sim:N (N a non-negative integer), or NAME/cuda:N or "
+              "NAME/sim:N on node NAME");
 }
 
 std::vector<device> parse_devices(const std::string& text) {
@@ -94,10 +99,13 @@ std::vector<device> parse_devices(const std::string& text) {
     const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos
                                                                            : comma - start);
     if (trim(item).empty())
-      throw error("device list \"" + text + "\" has an empty entry");
+      throw error("device list \"" + printable(text) + "\" has an empty entry");
+    if (trim(item) == "auto")
+      throw error("device list \"" + printable(text) + "\": auto stands alone (every visible CUDA "
+                  "GPU, else sim:0,sim:1); write auto by itself, or list the devices without it");
     const device d = parse_device(item);
     if (std::find(result.begin(), result.end(), d) != result.end())
-      throw error("device list \"" + text + "\" names " + d.str() + " twice");
+      throw error("device list \"" + printable(text) + "\" names " + d.str() + " twice");
     result.push_back(d);
     if (comma == std::string::npos)
       return result;

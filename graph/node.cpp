@@ -1,6 +1,7 @@
 #include "actorgraph/node.hpp"
 
 #include "actorgraph/error.hpp"
+#include "graph/printable.hpp"
 
 namespace ag {
 
@@ -14,7 +15,7 @@ std::vector<node> parse_nodes(const std::string& text) {
     const auto first = item.find('=');
     const auto last = item.rfind('=');
     if (first == std::string::npos || first == last || first == 0 || last + 1 == item.size())
-      throw error("nodes: \"" + item + "\" is not NAME=tcp://HOST:PORT=PUBLIC_FILE");
+      throw error("nodes: \"" + printable(item) + "\" is not NAME=tcp://HOST:PORT=PUBLIC_FILE");
     out.push_back({item.substr(0, first), item.substr(first + 1, last - first - 1),
                    item.substr(last + 1)});
     if (comma == std::string::npos)

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "actorgraph/device.hpp"
@@ -81,6 +82,9 @@ tensor submit(const std::shared_ptr<runtime_core>& rt, op_request&& req, shape_t
 
 // Elements of a shape; throws ag::error naming `what` for a negative dimension or an overflow.
 uint64_t element_count(const shape_t& shape, const char* what);
+
+// a * b for a dimension; throws ag::error naming `what` and both factors when it does not fit.
+int64_t checked_product(int64_t a, int64_t b, const std::string& what);
 
 std::string shape_string(const shape_t& shape);
 

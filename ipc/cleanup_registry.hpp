@@ -19,8 +19,8 @@ int remember_pid(pid_t pid) noexcept;
 void forget_path(int slot) noexcept;
 void forget_pid(int slot) noexcept;
 
-// Kills every registered child, unlinks every registered file, then removes the directories.
-// Async-signal-safe.
+// Kills every child this process registered, unlinks every file it registered, then removes its
+// directories (not those of the process it was forked from). Async-signal-safe.
 void run() noexcept;
 
 } // namespace ag::cleanup

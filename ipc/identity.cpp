@@ -47,7 +47,7 @@ std::string pem_of(BIO* bio) {
 
 void ssl_check(bool ok, const std::string& what) {
   if (!ok)
-    throw error("ag-keygen: " + what + " failed (OpenSSL)");
+    throw error("identity: " + what + " failed (OpenSSL)");
 }
 
 // A P-256 key and a self-signed certificate for it, named `name`, valid for 20 years.
@@ -100,7 +100,7 @@ std::pair<std::string, std::string> tls_key_and_certificate(const std::string& n
 void write_new(const std::string& path, const std::string& text, mode_t mode) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0)
-    throw error("ag-keygen: " + path + ": " + std::strerror(errno)
+    throw error("identity " + path + ": " + std::strerror(errno)
                 + (errno == EEXIST ? " (an identity is never overwritten: remove it first)" : ""));
   ::fchmod(fd, mode); // whatever the umask
   std::size_t at = 0;
@@ -112,20 +112,26 @@ void write_new(const std::string& path, const std::string& text, mode_t mode) {
       const int err = errno;
       ::close(fd);
       ::unlink(path.c_str());
-      throw error("ag-keygen: " + path + ": " + std::strerror(err));
+      throw error("identity " + path + ": " + std::strerror(err));
     }
     at += static_cast<std::size_t>(n);
   }
   if (::close(fd) != 0) {
     const int err = errno;
     ::unlink(path.c_str());
-    throw error("ag-keygen: " + path + ": " + std::strerror(err));
+    throw error("identity " + path + ": " + std::strerror(err));
   }
 }
 
 // The file's text, after checking who may touch it: a secret only its owner may read or write;
 // a public half only its owner may write. Either must belong to this user (or root).
 std::string read_checked(const std::string& path, bool secret) {
+  const std::string public_suffix = ".public";
+  if (secret && path.size() >= public_suffix.size()
+      && path.compare(path.size() - public_suffix.size(), public_suffix.size(), public_suffix) == 0)
+    throw error("identity " + path + ": this is the public half of an identity; a secret is asked "
+                "for here: name its .secret file (" + path.substr(0, path.size() - public_suffix.size())
+                + ".secret)");
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)
     throw error("identity " + path + ": " + std::strerror(errno));
@@ -210,11 +216,11 @@ std::string public_path_of(const std::string& secret_file) {
 void write_identity(const std::string& base) {
   const std::string name = file_name_of(base);
   if (name.empty())
-    throw error("ag-keygen: \"" + base + "\" names a directory, not an identity");
+    throw error("identity \"" + base + "\" names a directory, not an identity");
   char pub[z85_key_chars + 1];
   char sec[z85_key_chars + 1];
   if (zmq_curve_keypair(pub, sec) != 0)
-    throw error("ag-keygen: this libzmq cannot make CURVE keys: " + std::string{zmq_strerror(errno)});
+    throw error("identity: this libzmq cannot make CURVE keys: " + std::string{zmq_strerror(errno)});
   const auto [key_pem, cert_pem] = tls_key_and_certificate(name);
   const std::string secret_file = base + ".secret";
   const std::string public_file = base + ".public";

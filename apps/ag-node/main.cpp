@@ -27,6 +27,7 @@
 #include "actorgraph/error.hpp"
 #include "actors/node_protocol.hpp"
 #include "actors/node_server.hpp"
+#include "actors/process_env.hpp"
 #include "apps/app_config.hpp"
 #include "ipc/identity.hpp"
 #include "ipc/leftovers.hpp"
@@ -89,6 +90,14 @@ int start(int argc, char** argv) {
   } catch (const std::exception& e) {
     return cfg.usage(e.what());
   }
+  // The children's program is looked for now: a wrong --runner is this node's error, not the
+  // controller's that asks it for children later.
+  std::string runner;
+  try {
+    runner = ag::find_runner(cfg.runner, "--runner");
+  } catch (const std::exception& e) {
+    return cfg.usage(e.what());
+  }
   ag::identity self;
   ag::node_server_setup setup;
   std::vector<std::string> allowed = split(cfg.allow);
@@ -117,7 +126,7 @@ int start(int argc, char** argv) {
   setup.name = cfg.name;
   setup.curve_public = self.pub.curve_public;
   setup.curve_secret = self.curve_secret;
-  setup.runner_path = cfg.runner;
+  setup.runner_path = runner;
   setup.log = [name = cfg.name](const std::string& line) {
     std::fprintf(stderr, "ag-node %s: %s\n", name.c_str(), line.c_str());
   };

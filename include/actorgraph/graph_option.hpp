@@ -22,6 +22,12 @@ enum class transport {
   sockets,
 };
 
+// Bounds of the options below (each option's comment says what happens past its bound).
+inline constexpr std::chrono::microseconds max_spin_wait{10000};
+inline constexpr std::size_t min_store_bytes = 4096;
+inline constexpr std::size_t min_ring_bytes = std::size_t{64} << 10;
+inline constexpr std::size_t max_ring_bytes = std::size_t{2} << 30;
+
 struct graph_option {
   // Devices that run operators besides the controller's cpu (which is always available). Empty
   // means "auto": every visible CUDA GPU, else sim:0,sim:1.
@@ -41,8 +47,9 @@ struct graph_option {
   // that the direct paths run without a GPU. A trace recorded so replays in-process only.
   bool sim_peers = false;
 
-  // Size of the host tensor store (cpu tensors and the host half of every move). Address space is
-  // reserved up front; pages are only touched as tensors are written.
+  // Size of the host tensor store (cpu tensors and the host half of every move), at least
+  // min_store_bytes (4 KiB). Address space is reserved up front; pages are only touched as
+  // tensors are written.
   // In process mode it is a shared-memory object every child maps. CUDA streams pin it
   // (cudaHostRegister) 64 MiB at a time, as copies first touch each part.
   std::size_t store_bytes = std::size_t{1} << 30;
@@ -81,11 +88,13 @@ struct graph_option {
   // The shared-memory path: every wait on it (a user's thread in sync() or to_vector(), a child
   // waiting for its next batch) spins this long, then sleeps on a futex until it is woken or its
   // deadline passes. Busy, a hand-off then costs a cache-line transfer (well under a microsecond);
-  // idle, nothing spins. 0: sleep at once.
+  // idle, nothing spins. 0: sleep at once. Longer than max_spin_wait (10 ms) is taken as
+  // max_spin_wait: past it a wait sleeps, however large the value (microseconds::max() too).
   std::chrono::microseconds spin_wait{50};
 
-  // Process mode, the shared-memory path: bytes of the broadcast ring (a power of two, at least
-  // 64 KiB). The largest broadcast is half of it; more operators than that go in several.
+  // Process mode, the shared-memory path: bytes of the broadcast ring (a power of two from
+  // min_ring_bytes, 64 KiB, to max_ring_bytes, 2 GiB). The largest broadcast is half of it; more
+  // operators than that go in several.
   std::size_t ring_bytes = std::size_t{4} << 20;
 
   // Other machines whose devices are named in `devices` ("n1/cuda:0"), each running ag-node

@@ -51,3 +51,30 @@ TEST_CASE("a tensor three times the size of the store reaches, crosses and leave
   CHECK(runner_children().empty());
   CHECK(my_shm().empty());
 }
+
+TEST_CASE("a tensor too large for host memory fails as ag::error naming its producer's failure, "
+          "never std::bad_alloc",
+          "[backpressure][process]") {
+  const bool process = GENERATE(false, true);
+  INFO((process ? "process mode" : "thread mode"));
+  for (const int64_t n : {int64_t{1} << 40, int64_t{1} << 36}) {
+    INFO(n << " elements");
+    {
+      ag::runtime rt{sim_options(process)};
+      const auto huge = rt.full({n}, 1.0f, ag::device::sim(0));
+      // The sim runner cannot allocate it: the read reports that, not the host memory its own
+      // copy of the values would have needed. (A device whose operator failed runs nothing more.)
+      CHECK_THROWS_AS(huge.to_vector(), ag::error);
+      CHECK_THROWS_WITH(huge.to_vector(), Contains("out of host memory") && Contains("sim:0"));
+      const auto other = rt.full({n}, 2.0f, ag::device::sim(1));
+      const auto reduced = ag::all_reduce({huge, other});
+      for (const auto& r : reduced)
+        CHECK_THROWS_AS(r.to_vector(), ag::error);
+      CHECK_THROWS_AS(rt.sync(), ag::error);
+      // The controller's own work goes on.
+      CHECK(rt.full({2}, 4.0f, ag::device::cpu()).to_vector() == std::vector<float>{4.0f, 4.0f});
+    }
+    CHECK(runner_children().empty());
+    CHECK(my_shm().empty());
+  }
+}

@@ -160,6 +160,25 @@ inline char process_state(pid_t pid) {
   return close && close[1] == ' ' ? close[2] : 0;
 }
 
+// CPU time process `pid` has used, user and system, in clock ticks (/proc/PID/stat fields 14
+// and 15; 100 a second on Linux); 0 when it is gone.
+inline long process_cpu_ticks(pid_t pid) {
+  char buf[1024] = {};
+  if (FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r")) {
+    if (!std::fgets(buf, sizeof buf, f))
+      buf[0] = 0;
+    std::fclose(f);
+  }
+  const char* p = std::strrchr(buf, ')');
+  if (p == nullptr)
+    return 0;
+  long utime = 0, stime = 0;
+  // After ")": state, then fields 4 to 13, then utime (14) and stime (15).
+  if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &utime, &stime) != 2)
+    return 0;
+  return utime + stime;
+}
+
 // Stops process `pid` (SIGSTOP) and returns once the kernel reports it stopped (within 5 s):
 // a stop takes effect as each of its threads next runs, not when kill() returns, and a test that
 // sends work right after must know that none of it can be read.

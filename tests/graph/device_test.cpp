@@ -1,6 +1,7 @@
 // Tests of graph/device.cpp: how device names are parsed and printed.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -62,8 +63,35 @@ TEST_CASE("an unknown name inside a device list throws ag::error naming that ent
   CHECK_THROWS_AS(ag::parse_devices("sim:0,gpu:1"), ag::error);
   CHECK_THROWS_WITH(ag::parse_devices("sim:0,gpu:1"), Catch::Contains("gpu:1"));
   CHECK_THROWS_WITH(ag::parse_devices("sim:0,sim:x,sim:1"), Catch::Contains("sim:x"));
-  // "auto" only means "auto" on its own.
-  CHECK_THROWS_WITH(ag::parse_devices("sim:0,auto"), Catch::Contains("unknown device \"auto\""));
+}
+
+TEST_CASE("auto in a list with other devices is refused saying it stands alone", "[graph]") {
+  for (const std::string list : {"sim:0,auto", "auto,sim:0", "auto, auto", " auto ,cuda:0"}) {
+    INFO("list: \"" << list << "\"");
+    CHECK_THROWS_WITH(ag::parse_devices(list),
+                      Catch::Contains("auto stands alone") && !Catch::Contains("unknown device"));
+  }
+  // One device named auto: auto is a whole list, not a device.
+  CHECK_THROWS_WITH(ag::parse_device("auto"), Catch::Contains("auto names a whole device list")
+                                                && !Catch::Contains("or auto"));
+}
+
+TEST_CASE("control characters in a device or node name are escaped in the error, not echoed raw",
+          "[graph]") {
+  for (const std::string& bad : {std::string{"sim:\x07\x1b[2J"}, std::string{"cu\nda:0"},
+                                 std::string{"n\r1/sim:0"}, std::string{"sim:0,\x1b[31mgpu"}}) {
+    try {
+      ag::parse_devices(bad);
+      FAIL("parsed " << bad.size() << " bytes with control characters");
+    } catch (const ag::error& e) {
+      const std::string what = e.what();
+      INFO(what);
+      CHECK(std::none_of(what.begin(), what.end(),
+                         [](unsigned char c) { return c < 0x20 || c == 0x7f; }));
+      CHECK_THAT(what, Catch::Contains("\\x"));
+    }
+  }
+  CHECK_THROWS_WITH(ag::parse_device("sim:\x1b"), Catch::Contains("\"sim:\\x1b\""));
 }
 
 TEST_CASE("an empty entry in a device list throws ag::error naming the list", "[graph]") {
