@@ -78,9 +78,9 @@ struct tensor_rec {
   dependency writer; // index 0: written before any operator (an upload)
   bool placed = true; // false: never given memory (its operator was not run)
   std::string failure;
-  // Direct transfers on other lanes that read it where it lies: its release waits for them. Those
-  // already run are dropped as new ones come (planner::add_reader), so a tensor read again and
-  // again keeps few.
+  // Direct transfers on other lanes that read it where it lies: its release waits for them. The
+  // latest of each lane stands for that lane's earlier ones (planner::add_reader), so a tensor read
+  // again and again keeps at most one a lane.
   std::vector<dependency> readers;
   // A device operand of a child that other children read (CUDA IPC): where its export lies in the
   // store, and the peer_export that wrote it. export_slot == no_offset: not exported.

@@ -19,7 +19,7 @@ namespace ag {
 planner::planner(planner_setup setup, planner_outbox& out)
   : out_(out),
     store_base_(setup.store_base),
-    store_(setup.store_size),
+    store_(setup.store_size, setup.reserve_store),
     wait_timeout_(setup.wait_timeout),
     max_queued_bytes_(setup.max_queued_bytes),
     max_broadcast_bytes_(setup.max_broadcast_bytes),

@@ -84,6 +84,8 @@ struct planner_setup {
   bool process = false;        // the device lanes run in child processes
   std::byte* store_base = nullptr;
   std::size_t store_size = 0;
+  // Process mode: reserves the shared store's pages in /dev/shm as ranges are first handed out.
+  store_allocator::reserve_fn reserve_store;
   // The deadline of every sync, read and wait for store space.
   std::chrono::milliseconds wait_timeout{60000};
   // Process mode: while a child is this far behind in reading broadcasts, the user's threads wait.
@@ -287,7 +289,9 @@ private:
   std::byte* store_base_;
   store_allocator store_;
   std::unordered_map<operand_id, tensor_rec> tensors_;
-  std::vector<pending_free> frees_;
+  // In the order they were released: each one's `issued` is at least its predecessor's on every
+  // lane, so those that can be freed are always a prefix (freed from the front, O(1) each).
+  std::deque<pending_free> frees_;
   std::vector<pending_fetch> fetches_;
   std::vector<pending_piece> pieces_;
   std::unordered_map<uint64_t, uint64_t> staged_; // pieces handed to a user's thread: offset, bytes
@@ -322,6 +326,7 @@ private:
   std::size_t one_shot_bytes_;
   operand_id next_own_id_ = operand_id{1} << 62; // the planner's own operands (two-shot blocks)
   std::vector<direct_read> direct_reads_; // of children's operands, not yet known to have run
+  std::size_t direct_reads_sweep_at_ = 64;  // when note_direct_read next forgets those that ran
 };
 
 } // namespace ag

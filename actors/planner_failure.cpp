@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "actors/planner.hpp"
 #include "graph/export_slot.hpp"
@@ -148,6 +149,8 @@ void planner::stand_in_for(uint32_t l, const std::string& why) {
 // from them) taint their result in turn, across lanes, until nothing changes: no tensor computed
 // from a failed lane's work reads as healthy. A staging range (operand 0) written from a tainted
 // operand, or by a stand-in (`staged`), carries the taint to the copy that reads it.
+// A worklist over the queued readers of each operand and range: every entry is looked at a bounded
+// number of times however long the chains across lanes are (a pass per link was quadratic).
 void planner::taint_readers(std::unordered_map<uint64_t, std::string> staged) {
   // staged: staging offset -> why it is tainted
   auto failure_of = [&](const operand_ref& r) -> const std::string* {
@@ -158,26 +161,63 @@ void planner::taint_readers(std::unordered_map<uint64_t, std::string> staged) {
     auto it = tensors_.find(r.id);
     return it == tensors_.end() || it->second.failure.empty() ? nullptr : &it->second.failure;
   };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (auto& ln : lanes_)
-      for (auto& e : ln.queue) {
-        const std::string* why = e.release ? nullptr : failure_of(e.op.a);
-        if (!e.release && !why)
-          why = failure_of(e.op.b);
-        for (std::size_t i = 0; !e.release && !why && i < e.sources.size(); ++i)
-          why = failure_of(operand_ref{e.sources[i], operand_ref::no_offset});
-        if (!why)
-          continue;
-        if (e.op.out.id == 0) {
-          if (e.op.out.offset != operand_ref::no_offset)
-            changed = staged.emplace(e.op.out.offset, *why).second || changed;
-        } else if (auto it = tensors_.find(e.op.out.id);
-                   it != tensors_.end() && it->second.failure.empty()) {
-          it->second.failure = *why;
-          changed = true;
-        }
-      }
+  auto why_of = [&](const entry& e) -> const std::string* {
+    if (e.release)
+      return nullptr;
+    const std::string* why = failure_of(e.op.a);
+    if (!why)
+      why = failure_of(e.op.b);
+    for (std::size_t i = 0; !why && i < e.sources.size(); ++i)
+      why = failure_of(operand_ref{e.sources[i], operand_ref::no_offset});
+    return why;
+  };
+  // Who reads what: operands by id, staging ranges by offset.
+  std::unordered_map<operand_id, std::vector<entry*>> by_operand;
+  std::unordered_map<uint64_t, std::vector<entry*>> by_range;
+  auto index = [&](const operand_ref& r, entry* e) {
+    if (r.id != 0)
+      by_operand[r.id].push_back(e);
+    else if (r.offset != operand_ref::no_offset)
+      by_range[r.offset].push_back(e);
+  };
+  std::vector<entry*> work;
+  for (auto& ln : lanes_)
+    for (auto& e : ln.queue) {
+      if (e.release)
+        continue;
+      index(e.op.a, &e);
+      index(e.op.b, &e);
+      for (operand_id id : e.sources)
+        by_operand[id].push_back(&e);
+      work.push_back(&e);
+    }
+  std::unordered_set<const entry*> tainted;
+  while (!work.empty()) {
+    entry* e = work.back();
+    work.pop_back();
+    if (tainted.count(e) != 0)
+      continue;
+    const std::string* why = why_of(*e);
+    if (!why)
+      continue;
+    tainted.insert(e);
+    const std::vector<entry*>* readers = nullptr;
+    if (e->op.out.id == 0) {
+      if (e->op.out.offset == operand_ref::no_offset
+          || !staged.emplace(e->op.out.offset, *why).second)
+        continue;
+      if (auto it = by_range.find(e->op.out.offset); it != by_range.end())
+        readers = &it->second;
+    } else if (auto it = tensors_.find(e->op.out.id);
+               it != tensors_.end() && it->second.failure.empty()) {
+      it->second.failure = *why;
+      if (auto r = by_operand.find(e->op.out.id); r != by_operand.end())
+        readers = &r->second;
+    }
+    if (readers)
+      for (entry* r : *readers)
+        if (tainted.count(r) == 0)
+          work.push_back(r);
   }
 }
 

@@ -216,21 +216,29 @@ void planner::note_direct_read(dependency reader, const tensor_rec& source, oper
   if (!reads_export(reader.lane, source))
     return;
   auto& v = direct_reads_;
-  v.erase(std::remove_if(v.begin(), v.end(),
-                         [this](const direct_read& r) {
-                           return lanes_[r.reader.lane].done >= r.reader.index
-                                  || !lanes_[r.reader.lane].failed.empty();
-                         }),
-          v.end());
+  // Those that ran are forgotten once the list has doubled since the last sweep: O(1) amortised a
+  // read however many are queued.
+  if (v.size() >= direct_reads_sweep_at_) {
+    v.erase(std::remove_if(v.begin(), v.end(),
+                           [this](const direct_read& r) {
+                             return lanes_[r.reader.lane].done >= r.reader.index
+                                    || !lanes_[r.reader.lane].failed.empty();
+                           }),
+            v.end());
+    direct_reads_sweep_at_ = std::max<std::size_t>(64, 2 * v.size());
+  }
   v.push_back({reader, source.lane, out, source.exported, source.export_slot});
 }
 
-// Records a direct reader of rec, forgetting those that have run (or whose lane failed).
+// Records a direct reader of rec: the latest of each lane, which runs after that lane's earlier
+// ones, so a tensor read again and again keeps at most one a lane (not one a read).
 void planner::add_reader(tensor_rec& rec, dependency reader) {
-  auto& r = rec.readers;
-  r.erase(std::remove_if(r.begin(), r.end(), [this](const dependency& d) { return satisfied(d); }),
-          r.end());
-  r.push_back(reader);
+  for (auto& d : rec.readers)
+    if (d.lane == reader.lane) {
+      d.index = std::max(d.index, reader.index);
+      return;
+    }
+  rec.readers.push_back(reader);
 }
 
 // Lane a may read lane b's operands where they lie (both device lanes of this process, peers).
@@ -455,6 +463,8 @@ std::string planner::store_full(uint64_t bytes, const std::string& what) const {
                     + std::to_string(store_.live_bytes()) + " of "
                     + std::to_string(store_.capacity())
                     + " bytes are held (graph_option::store_bytes)";
+  if (!store_.refusal().empty())
+    why += "; " + store_.refusal();
   if (store_wait_over_)
     why += "; no acknowledgement freed enough within " + duration_string(wait_timeout_);
   return why;

@@ -148,14 +148,12 @@ void planner::collect() {
 }
 
 void planner::free_collected(bool& freed) {
-  for (auto it = frees_.begin(); it != frees_.end();) {
-    if (all_done(it->issued)) {
-      store_.deallocate(it->offset, it->bytes);
-      it = frees_.erase(it);
-      freed = true;
-    } else {
-      ++it;
-    }
+  // Issued counts never decrease and a lane's being done depends on the lane alone: once the
+  // oldest pending free must wait, every later one must too.
+  while (!frees_.empty() && all_done(frees_.front().issued)) {
+    store_.deallocate(frees_.front().offset, frees_.front().bytes);
+    frees_.pop_front();
+    freed = true;
   }
 }
 

@@ -5,14 +5,17 @@
 
 #include <dlfcn.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <zmq.hpp>
 
 #include "actorgraph/error.hpp"
 #include "ipc/cleanup_registry.hpp"
+#include "ipc/descriptors.hpp"
 #include "ipc/leftovers.hpp"
 #include "ipc/shm_channel.hpp"
+#include "ipc/sub_process_sync.hpp"
 #include "ipc/zap_handler.hpp"
 #include "ipc/zmq_sockets.hpp"
 
@@ -29,6 +32,31 @@ bool executable(const std::string& path) {
 std::string directory_of(const std::string& path) {
   const auto slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+// Everything a runtime puts in /dev/shm, checked together against its free space before any of it
+// is made: each part alone may fit where all of them do not, and a write into a page tmpfs cannot
+// give ends the program with SIGBUS.
+void check_shm_room(std::size_t store_bytes, std::size_t channel_bytes, std::size_t segments) {
+  struct statvfs vfs {};
+  if (::statvfs("/dev/shm", &vfs) != 0 || vfs.f_blocks == 0) // no size limit, or none known
+    return;
+  const uint64_t free_bytes = uint64_t{vfs.f_bavail} * uint64_t{vfs.f_frsize};
+  const uint64_t page = 4096;
+  const uint64_t segment = (sub_process_sync::segment_bytes() + page - 1) / page * page;
+  const uint64_t need = uint64_t{store_bytes} + channel_bytes + segments * segment;
+  if (need <= free_bytes)
+    return;
+  throw error("/dev/shm has " + std::to_string(free_bytes) + " bytes free, and this runtime needs "
+              + std::to_string(need) + ": the store's " + std::to_string(store_bytes)
+              + " (graph_option::store_bytes)"
+              + (channel_bytes > 0 ? ", the channel's " + std::to_string(channel_bytes)
+                                       + " (graph_option::ring_bytes and the completion board)"
+                                   : std::string{})
+              + " and " + std::to_string(segments) + " start-up segment" + (segments == 1 ? "" : "s")
+              + " of " + std::to_string(segment) + "; set store_bytes"
+              + (channel_bytes > 0 ? " or ring_bytes" : "")
+              + " lower or enlarge /dev/shm (docker: --shm-size)");
 }
 
 // The name of the SubProcessSync segment of the child of `lane` (a file in /dev/shm).
@@ -93,6 +121,12 @@ void cleanup_slots::add(const std::string& path, bool is_dir) {
 process_env::process_env(std::size_t store_bytes, std::size_t device_lanes,
                          const std::string& runner_path, std::size_t ring_bytes,
                          std::chrono::nanoseconds spin, std::chrono::milliseconds export_wait) {
+  // Before anything is made: past the limit libzmq aborts the process rather than fail a call.
+  // The controller's ZMQ context and sockets take 9, each child 4 (its two connections, its
+  // start-up segment, its pidfd); 3 more for what opens and closes on the way (a trace, /proc).
+  check_descriptors(9 + 4 * device_lanes + 3,
+                    "process mode with " + std::to_string(device_lanes) + " device"
+                      + (device_lanes == 1 ? "" : "s"));
   remove_leftovers(tmp_dir());
   setup_.export_wait = export_wait;
   setup_.runner_path = find_runner(runner_path);
@@ -100,11 +134,15 @@ process_env::process_env(std::size_t store_bytes, std::size_t device_lanes,
   // This runtime's shared memory is named after its directory, "ag-<pid>-actorgraph-<tag>", whose
   // owner marker lets a later runtime remove it once this process is gone, and nothing else.
   const std::string prefix = dir_.name();
+  const auto lanes = static_cast<uint32_t>(device_lanes + 1);
+  const std::size_t channel_bytes =
+    ring_bytes > 0 ? shm_channel::bytes_for(lanes, static_cast<uint32_t>(device_lanes), ring_bytes)
+                   : 0;
+  check_shm_room(store_bytes, channel_bytes, device_lanes);
   store_ = tensor_store::create_shared("/" + prefix + "-store", store_bytes);
   // What a stop signal must remove if it ends the program before this environment ends.
   cleanup_.add("/dev/shm" + store_.name(), false);
   if (ring_bytes > 0) {
-    const auto lanes = static_cast<uint32_t>(device_lanes + 1);
     setup_.channel = std::make_shared<shm_channel>(shm_channel::create(
       "/" + prefix + "-channel", lanes, static_cast<uint32_t>(device_lanes), ring_bytes));
     cleanup_.add("/dev/shm" + setup_.channel->name(), false);

@@ -7,6 +7,7 @@
 #include "actorgraph/error.hpp"
 #include "actors/process_setup.hpp"
 #include "actors/protocol.hpp"
+#include "ipc/descriptors.hpp"
 #include "ipc/ring_publisher.hpp"
 #include "ipc/trace.hpp"
 #include "ipc/wire.hpp"
@@ -109,7 +110,14 @@ caf::behavior publisher(caf::stateful_actor<publisher_state>* self,
   st.ctx = std::move(ctx);
   st.trace = std::move(trace);
   st.ring = std::move(ring);
-  st.sock = zmqs::publisher(*st.ctx, endpoint);
+  try {
+    st.sock = zmqs::publisher(*st.ctx, endpoint);
+  } catch (const zmq::error_t& e) { // no descriptor left, most likely: the runtime fails, saying so
+    const std::string note = descriptor_note(e.num());
+    self->quit(make_error(errc::device_failed, "publisher: cannot open its socket " + endpoint + ": "
+                                                 + e.what() + (note.empty() ? "" : "; " + note)));
+    return {};
+  }
   if (network) {
     st.net.emplace(std::move(*network->pub));
     for (auto& d : network->data)

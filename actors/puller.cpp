@@ -9,6 +9,7 @@
 #include "actors/poll_loop.hpp"
 #include "actors/process_setup.hpp"
 #include "actors/protocol.hpp"
+#include "ipc/descriptors.hpp"
 #include "ipc/wire.hpp"
 #include "ipc/zmq_sockets.hpp"
 
@@ -140,7 +141,14 @@ caf::behavior puller(puller_actor* self, std::shared_ptr<zmq::context_t> ctx,
   auto& st = self->state;
   st.ctx = std::move(ctx);
   st.executor = std::move(executor);
-  st.sock = zmqs::puller(*st.ctx, endpoint);
+  try {
+    st.sock = zmqs::puller(*st.ctx, endpoint);
+  } catch (const zmq::error_t& e) { // no descriptor left, most likely: the runtime fails, saying so
+    const std::string note = descriptor_note(e.num());
+    self->quit(make_error(errc::device_failed, "puller: cannot open its socket " + endpoint + ": "
+                                                 + e.what() + (note.empty() ? "" : "; " + note)));
+    return {};
+  }
   if (network) {
     st.net.emplace(std::move(*network->pull));
     st.network = std::move(network);

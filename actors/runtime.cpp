@@ -217,6 +217,8 @@ public:
     setup.plan.max_queued_bytes = opt_.max_queued_bytes;
     setup.plan.progress_timeout = opt_.progress_timeout;
     setup.plan.flow = flow_;
+    if (env_) // every process writes the shared store: its pages are reserved before use
+      setup.plan.reserve_store = [this](uint64_t end) { return env_->store().reserve_to(end); };
     setup.plan.store_base = store().base();
     setup.plan.store_size = store_size_ = store().size();
     if (borrowed == nullptr) {

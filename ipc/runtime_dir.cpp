@@ -100,6 +100,11 @@ runtime_dir::~runtime_dir() {
         ::unlink((path_ + "/" + e->d_name).c_str());
     }
     ::closedir(d);
+  } else { // no descriptor left to list it (EMFILE): what a runtime puts there, by name
+    for (const char* name : {"pub", "pull", "trusted.pem"})
+      ::unlink((path_ + "/" + name).c_str());
+    for (int lane = 0; lane < 256; ++lane)
+      ::unlink((path_ + "/timeline-" + std::to_string(lane)).c_str());
   }
   // The marker last: a directory whose removal stopped short stays recognisable.
   ::unlink(marker_path().c_str());

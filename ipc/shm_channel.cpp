@@ -19,7 +19,7 @@ shm_channel shm_channel::create(const std::string& name, uint32_t lanes, uint32_
                                 std::size_t ring_bytes) {
   shm_channel c;
   const std::size_t bytes = bytes_for(lanes, readers, ring_bytes);
-  c.memory_ = tensor_store::create_shared(name, bytes);
+  c.memory_ = tensor_store::create_shared(name, bytes, tensor_store::pages::all); // used whole
   const std::size_t board_bytes = aligned(completion_board::bytes_for(lanes));
   c.board_ = completion_board::format(c.memory_.base(), board_bytes, lanes);
   c.ring_ = broadcast_ring::format(c.memory_.base() + board_bytes, bytes - board_bytes,

@@ -1,11 +1,12 @@
 #include "ipc/store_allocator.hpp"
 
 #include <iterator>
+#include <utility>
 
 namespace ag {
 
-store_allocator::store_allocator(std::size_t capacity)
-  : capacity_(capacity / alignment * alignment) {
+store_allocator::store_allocator(std::size_t capacity, reserve_fn reserve)
+  : capacity_(capacity / alignment * alignment), reserve_(std::move(reserve)) {
   if (capacity_ > 0)
     free_.emplace(0, capacity_);
 }
@@ -18,6 +19,13 @@ std::optional<uint64_t> store_allocator::allocate(std::size_t bytes) {
     if (it->second < need)
       continue;
     const uint64_t offset = it->first;
+    if (reserve_ && offset + need > high_water_) {
+      refusal_ = reserve_(offset + need);
+      if (!refusal_.empty())
+        return std::nullopt;
+      high_water_ = offset + need;
+    }
+    refusal_.clear();
     const std::size_t rest = it->second - need;
     free_.erase(it);
     if (rest > 0)

@@ -6,6 +6,8 @@
 #include <new>
 #include <thread>
 
+#include <fcntl.h>
+
 #include <boost/date_time/posix_time/posix_time_types.hpp>
 #include <boost/interprocess/mapped_region.hpp>
 #include <boost/interprocess/permissions.hpp>
@@ -87,6 +89,8 @@ sub_process_sync::~sub_process_sync() = default;
 
 const std::string& sub_process_sync::name() const noexcept { return impl_->name; }
 
+std::size_t sub_process_sync::segment_bytes() noexcept { return sizeof(block); }
+
 sub_process_sync sub_process_sync::create(const std::string& name, const std::vector<char>& args) {
   if (args.size() > max_args_bytes)
     throw error("start-up segment " + name + ": arguments of " + std::to_string(args.size())
@@ -99,6 +103,12 @@ sub_process_sync sub_process_sync::create(const std::string& name, const std::ve
     p->shm = bip::shared_memory_object(bip::create_only, name.c_str(), bip::read_write, perm);
     p->owner = true;
     p->shm.truncate(sizeof(block));
+    // Its pages now: a full /dev/shm is an error here, not SIGBUS at the first write below.
+    if (const int err = ::posix_fallocate(p->shm.get_mapping_handle().handle, 0, sizeof(block));
+        err != 0)
+      throw error("start-up segment " + name + ": /dev/shm cannot hold its "
+                  + std::to_string(sizeof(block)) + " bytes: " + std::strerror(err)
+                  + "; enlarge /dev/shm (docker: --shm-size)");
     p->region = bip::mapped_region(p->shm, bip::read_write);
   } catch (const bip::interprocess_exception& e) {
     throw error("start-up segment " + name + ": cannot create: " + e.what());

@@ -22,6 +22,8 @@ public:
   // Controller: creates segment `name` (mode 0600; must not exist) holding `args`. The segment is
   // removed when this object is destroyed.
   static sub_process_sync create(const std::string& name, const std::vector<char>& args);
+  // Bytes of one segment in /dev/shm (its pages are reserved when it is created).
+  static std::size_t segment_bytes() noexcept;
 
   // Child: opens segment `name`. Throws ag::error naming it when it is missing or not a segment of
   // this version.

@@ -1,5 +1,6 @@
 #include "ipc/tensor_store.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -29,10 +30,12 @@ tensor_store tensor_store::anonymous(std::size_t bytes) {
 
 namespace {
 
-std::byte* map_shared(int fd, std::size_t bytes, const std::string& name) {
+// Maps the object; closes fd unless `keep` (then the caller owns it, also on failure).
+std::byte* map_shared(int fd, std::size_t bytes, const std::string& name, bool keep = false) {
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const int saved = errno;
-  ::close(fd);
+  if (!keep)
+    ::close(fd);
   if (p == MAP_FAILED)
     throw error("tensor store " + name + ": cannot map " + std::to_string(bytes)
                 + " bytes: " + std::strerror(saved));
@@ -59,15 +62,16 @@ std::optional<std::string> shm_space_refusal(const std::string& name, std::size_
          "enlarge /dev/shm (docker: --shm-size)";
 }
 
-tensor_store tensor_store::create_shared(const std::string& name, std::size_t bytes) {
+tensor_store tensor_store::create_shared(const std::string& name, std::size_t bytes,
+                                         pages reserve) {
   if (bytes == 0)
     throw error("tensor store " + name + ": size must be positive");
-  // The object stays sparse, so a store larger than /dev/shm's free space is created without
-  // complaint and the first write past the limit kills the program with SIGBUS (Docker gives a
-  // container 64 MiB). posix_fallocate would turn that into an error here, but on tmpfs it
-  // commits every page at once: the default 1 GiB store would cost 1 GiB of memory before the
-  // first tensor. So the store is refused at start-up when it does not fit the free space now.
-  // Space that other processes take later is not reserved; that still ends in SIGBUS.
+  // A sparse object larger than /dev/shm's free space is created without complaint, and the first
+  // write past the limit kills the program with SIGBUS (Docker gives a container 64 MiB).
+  // posix_fallocate turns that into an error, but on tmpfs it commits the pages it reserves: the
+  // default 1 GiB store reserved whole would cost 1 GiB of memory before the first tensor. So a
+  // store is refused when it does not fit the free space now, and its pages are reserved as
+  // the allocator first hands them out (reserve_to); small objects used whole are reserved now.
   if (const auto free_bytes = shm_free_bytes())
     if (auto why = shm_space_refusal(name, bytes, *free_bytes))
       throw error(*why);
@@ -82,12 +86,39 @@ tensor_store tensor_store::create_shared(const std::string& name, std::size_t by
     throw error("tensor store " + name + ": cannot size to " + std::to_string(bytes)
                 + " bytes: " + std::strerror(saved));
   }
+  if (reserve == pages::all) {
+    if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); err != 0) {
+      ::close(fd);
+      ::shm_unlink(name.c_str());
+      throw error("tensor store " + name + ": /dev/shm cannot hold its " + std::to_string(bytes)
+                  + " bytes: " + std::strerror(err) + "; enlarge /dev/shm (docker: --shm-size)");
+    }
+  }
+  const bool keep = reserve == pages::on_demand;
   try {
-    return tensor_store{map_shared(fd, bytes, name), bytes, name, true};
+    tensor_store s{map_shared(fd, bytes, name, keep), bytes, name, true, keep ? fd : -1};
+    s.reserved_ = keep ? 0 : bytes;
+    return s;
   } catch (...) {
+    if (keep)
+      ::close(fd);
     ::shm_unlink(name.c_str());
     throw;
   }
+}
+
+std::string tensor_store::reserve_to(uint64_t end) {
+  if (fd_ < 0 || end <= reserved_)
+    return {};
+  const uint64_t to = std::min<uint64_t>(size_, (end + reserve_step - 1) / reserve_step * reserve_step);
+  const int err = ::posix_fallocate(fd_, static_cast<off_t>(reserved_),
+                                    static_cast<off_t>(to - reserved_));
+  if (err != 0)
+    return "/dev/shm cannot hold the store's pages up to byte " + std::to_string(to) + " ("
+           + std::strerror(err) + "): other programs use the space it had at start-up; free "
+           "/dev/shm or enlarge it (docker: --shm-size)";
+  reserved_ = to;
+  return {};
 }
 
 tensor_store tensor_store::open_shared(const std::string& name, std::size_t bytes) {
@@ -105,7 +136,8 @@ tensor_store tensor_store::open_shared(const std::string& name, std::size_t byte
 
 tensor_store::tensor_store(tensor_store&& other) noexcept
   : base_(std::exchange(other.base_, nullptr)), size_(std::exchange(other.size_, 0)),
-    name_(std::move(other.name_)), owner_(std::exchange(other.owner_, false)) {}
+    name_(std::move(other.name_)), owner_(std::exchange(other.owner_, false)),
+    fd_(std::exchange(other.fd_, -1)), reserved_(std::exchange(other.reserved_, 0)) {}
 
 tensor_store& tensor_store::operator=(tensor_store&& other) noexcept {
   if (this != &other) {
@@ -118,6 +150,8 @@ tensor_store& tensor_store::operator=(tensor_store&& other) noexcept {
 tensor_store::~tensor_store() {
   if (base_ != nullptr)
     ::munmap(base_, size_);
+  if (fd_ >= 0)
+    ::close(fd_);
   if (owner_)
     ::shm_unlink(name_.c_str());
 }

@@ -57,7 +57,9 @@
 
 #include "apps/ag-bench/local_node.hpp"
 #include "apps/ag-bench/node_bench.hpp"
+#include "apps/ag-bench/children.hpp"
 #include "apps/ag-bench/peer_bench.hpp"
+#include "apps/ag-bench/queue_bench.hpp"
 #include "apps/ag-bench/stats.hpp"
 #include "apps/app_config.hpp"
 #include "apps/ag-bench/shm_floor.hpp"
@@ -133,10 +135,11 @@ struct sizes {
   int matmul_repeats;
   int launches; // of the raw launch floor
   int idle_ms;  // how long the idle CPU is measured
+  int queued;   // collectives queued without a wait (apps/ag-bench/queue_bench.hpp)
 };
 
-constexpr sizes full_sizes{20000, 200, 3, std::size_t{256} << 20, 9, 4096, 20, 20000, 2000};
-constexpr sizes quick_sizes{2000, 50, 1, std::size_t{16} << 20, 2, 256, 2, 2000, 500};
+constexpr sizes full_sizes{20000, 200, 3, std::size_t{256} << 20, 9, 4096, 20, 20000, 2000, 60000};
+constexpr sizes quick_sizes{2000, 50, 1, std::size_t{16} << 20, 2, 256, 2, 2000, 500, 10000};
 constexpr int64_t elements = 4096; // of every streamed add
 
 // --mode=peers (apps/ag-bench/peer_bench.hpp).
@@ -166,6 +169,9 @@ struct mode_figures {
   double h2d_gbps = NAN;
   double matmul_tflops = NAN;
   double idle_cpu_percent = NAN; // of one core, controller and children, while nothing is submitted
+  // Queued all_reduces against as many adds (queue_bench.hpp): settling, and (process mode) their
+  // failure once the children are killed, each as a multiple of the adds' time.
+  double queued_ratio = NAN, queued_failure_ratio = NAN;
   std::vector<std::pair<int, double>> sweep; // (ops per sync, us per op)
 };
 
@@ -224,21 +230,12 @@ double cpu_seconds(long pid) {
   return total;
 }
 
-// This process's children (the runtime's ag-runner processes), from /proc.
-std::vector<long> children_of_this_process() {
-  std::vector<long> out;
-  std::ifstream in{"/proc/self/task/" + std::to_string(::getpid()) + "/children"};
-  for (long pid; in >> pid;)
-    out.push_back(pid);
-  return out;
-}
-
 // Percent of one core that this process and its children use over `span` while this thread sleeps
 // (nothing submitted: only the runtime's own threads run).
 double idle_cpu_percent(std::chrono::milliseconds span) {
   auto total = [] {
     double s = cpu_seconds(::getpid());
-    for (long c : children_of_this_process())
+    for (const pid_t c : ag::bench::children_of_this_process())
       s += cpu_seconds(c);
     return s;
   };
@@ -329,6 +326,12 @@ mode_figures measure_mode(const std::vector<ag::device>& devices, bool process,
   rt.sync();
   std::this_thread::sleep_for(std::chrono::milliseconds{200}); // past every spin
   f.idle_cpu_percent = idle_cpu_percent(std::chrono::milliseconds{n.idle_ms});
+
+  {
+    const auto q = ag::bench::measure_queued_collectives(opt, n.queued);
+    f.queued_ratio = q.collectives_s / q.adds_s;
+    f.queued_failure_ratio = q.failure_s / q.adds_s;
+  }
 
   if (sweep)
     for (int k : {1, 4, 16, 64, 256, 1024, 4096})
@@ -495,7 +498,9 @@ void write_json(const std::string& path, const std::string& devices, bool quick,
       << ", \"round_trip_us\": " << json_num(f.round_trip_us)
       << ", \"h2d_gbps\": " << json_num(f.h2d_gbps)
       << ", \"matmul_tflops\": " << json_num(f.matmul_tflops)
-      << ", \"idle_cpu_percent\": " << json_num(f.idle_cpu_percent) << ", \"sweep\": [";
+      << ", \"idle_cpu_percent\": " << json_num(f.idle_cpu_percent)
+      << ", \"queued_ratio\": " << json_num(f.queued_ratio)
+      << ", \"queued_failure_ratio\": " << json_num(f.queued_failure_ratio) << ", \"sweep\": [";
     for (std::size_t i = 0; i < f.sweep.size(); ++i)
       o << (i ? ", " : "") << "[" << f.sweep[i].first << ", " << json_num(f.sweep[i].second)
         << "]";
@@ -624,6 +629,10 @@ int start(int argc, char** argv) {
            "shm ping-pong, spinning", true, ""),
       make("idle CPU, controller and children", "% core", &mode_figures::idle_cpu_percent, NAN, "",
            true, "< 1"),
+      make(std::to_string(n.queued) + " queued all_reduce, settled", "x adds",
+           &mode_figures::queued_ratio, NAN, "as many adds, same run", true, "<= 10"),
+      make("  and failed, children killed", "x adds", &mode_figures::queued_failure_ratio, NAN,
+           "as many adds, same run", true, "<= 10"),
       make("start-up to ready", "ms", &mode_figures::startup_ms, 1000.0, "the 1 s target", true,
            "<= 1.0 with one GPU"),
       make("host-to-device, cpu tensor .to()", "GB/s", &mode_figures::h2d_gbps,

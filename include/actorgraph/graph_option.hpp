@@ -35,7 +35,9 @@ struct graph_option {
 
   // false: one stream actor per device inside the controller (thread mode, the seed's
   // PerDeviceThreadNodeRunner). true: one child process per device (process mode, the seed's
-  // PerDeviceProcessNodeRunner).
+  // PerDeviceProcessNodeRunner). A process-mode runtime holds 9 file descriptors and 4 a device;
+  // one that would pass the process's limit (RLIMIT_NOFILE, ulimit -n) with 3 to spare is refused
+  // at start-up naming it.
   bool per_device_per_process = false;
 
   // Thread mode: moves and collectives between CUDA GPUs with peer access (or lanes that share a

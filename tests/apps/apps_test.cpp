@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,8 @@ const program demo{"ag-demo", beside_this_program("ag-demo", AG_TEST_DEMO)};
 const program bench{"ag-bench", beside_this_program("ag-bench", AG_TEST_BENCH)};
 const program replay{"ag-replay", beside_this_program("ag-replay", AG_TEST_REPLAY)};
 const program runner{"ag-runner", beside_this_program("ag-runner", AG_TEST_RUNNER)};
+const program node{"ag-node", beside_this_program("ag-node", AG_TEST_NODE)};
+const program keygen{"ag-keygen", beside_this_program("ag-keygen", AG_TEST_KEYGEN)};
 
 struct run_result {
   ag::exit_status status;
@@ -249,4 +252,43 @@ TEST_CASE("ag-replay refuses a device, a FIFO and a directory at once, naming th
   INFO(r.err);
   CHECK(r.status.code == 2);
   CHECK_THAT(r.err, Contains("--expect=/dev/zero: not a regular file"));
+}
+
+TEST_CASE("ag-node refuses a --runner that is not a program at start, naming --runner, and a public "
+          "key given as --key, naming its .secret; ag-keygen names itself once",
+          "[apps]") {
+  temp_dir scratch{"apps-test"};
+  auto r = run(keygen, {scratch.file("n1")}, scratch.path(), scratch);
+  REQUIRE(r.status.code == 0);
+  r = run(keygen, {scratch.file("ctl")}, scratch.path(), scratch);
+  REQUIRE(r.status.code == 0);
+  const std::vector<std::string> base{"--name=n1", "--listen=tcp://127.0.0.1:0",
+                                      "--allow=" + scratch.file("ctl.public")};
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const std::string not_executable = scratch.file("plain-file");
+  std::ofstream{not_executable} << "#!/bin/sh\n"; // mode 0644 (umask permitting): not a program
+  ::chmod(not_executable.c_str(), 0644);
+  for (const std::string& bad :
+       std::vector<std::string>{"/nonexistent/ag-runner", scratch.path(), not_executable}) {
+    r = run(node, with({"--key=" + scratch.file("n1.secret"), "--runner=" + bad}), scratch.path(),
+            scratch);
+    INFO("--runner=" << bad << ": " << r.err);
+    CHECK(r.status.code == 2);
+    CHECK_THAT(r.err, Contains("ag-node: --runner " + bad + " is not an executable file")
+                        && !Contains("graph_option"));
+  }
+  r = run(node, with({"--key=" + scratch.file("n1.public")}), scratch.path(), scratch);
+  INFO(r.err);
+  CHECK(r.status.code == 3);
+  CHECK_THAT(r.err, Contains("public half") && Contains(scratch.file("n1.secret"))
+                      && !Contains("chmod"));
+  // A second identity of the same name: the files exist. The program's name comes once.
+  r = run(keygen, {scratch.file("n1")}, scratch.path(), scratch);
+  INFO(r.err);
+  CHECK(r.status.code != 0);
+  CHECK_THAT(r.err, Contains("ag-keygen: ") && !Contains("ag-keygen: ag-keygen"));
 }

@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -192,4 +193,31 @@ TEST_CASE("interleaved allocations and frees never overlap and coalesce in the e
     alloc.deallocate(r.offset, r.bytes);
   CHECK(alloc.live_bytes() == 0);
   CHECK(alloc.allocate(capacity) == std::optional<uint64_t>{0});
+}
+
+TEST_CASE("a range past the high-water mark is reserved before it is handed out, once, and one "
+          "that cannot be reserved is not handed out, saying why",
+          "[ipc]") {
+  std::vector<uint64_t> asked;
+  bool room = true;
+  ag::store_allocator alloc{4096, [&](uint64_t end) -> std::string {
+                              asked.push_back(end);
+                              return room ? std::string{} : "no room up to " + std::to_string(end);
+                            }};
+  const auto a = alloc.allocate(1000); // [0, 1024)
+  REQUIRE(a == std::optional<uint64_t>{0});
+  CHECK(asked == std::vector<uint64_t>{1024});
+  const auto b = alloc.allocate(256); // [1024, 1280)
+  REQUIRE(b == std::optional<uint64_t>{1024});
+  CHECK(asked == std::vector<uint64_t>{1024, 1280});
+  alloc.deallocate(*a, 1000);
+  CHECK(alloc.allocate(512) == std::optional<uint64_t>{0}); // below the mark: asks nothing
+  CHECK(asked.size() == 2);
+  room = false;
+  CHECK_FALSE(alloc.allocate(2048)); // would end at 3328
+  CHECK(alloc.refusal() == "no room up to 3328");
+  CHECK(alloc.live_bytes() == 768); // nothing of the refused range is held
+  room = true;
+  CHECK(alloc.allocate(2048) == std::optional<uint64_t>{1280});
+  CHECK(alloc.refusal().empty());
 }

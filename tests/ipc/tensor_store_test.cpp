@@ -362,3 +362,42 @@ TEST_CASE("in a 16 MiB /dev/shm a 64 MiB store is an error, not SIGBUS, and a 4 
            "free; set graph_option::store_bytes lower or enlarge /dev/shm (docker: --shm-size)");
   CHECK_FALSE(exists(shm_path(name)));
 }
+
+namespace {
+
+// Bytes /dev/shm backs of shared object `name` (its pages reserved or written).
+uint64_t backed_bytes(const std::string& name) {
+  struct stat st {};
+  return ::stat(shm_path(name).c_str(), &st) == 0 ? uint64_t(st.st_blocks) * 512 : 0;
+}
+
+} // namespace
+
+TEST_CASE("a store reserved on demand has its pages reserved in steps up to what is asked, never "
+          "past its size; one reserved whole has them all at creation",
+          "[ipc]") {
+  constexpr uint64_t mib = uint64_t{1} << 20;
+  const auto step = tensor_store::reserve_step;
+  {
+    const auto name = unique_name();
+    auto s = tensor_store::create_shared(name, 3 * step + mib);
+    CHECK(backed_bytes(name) == 0);
+    CHECK(s.reserve_to(1).empty());
+    CHECK(backed_bytes(name) >= step);
+    CHECK(backed_bytes(name) < 2 * step);
+    CHECK(s.reserve_to(step + 1).empty());
+    CHECK(backed_bytes(name) >= 2 * step);
+    CHECK(s.reserve_to(uint64_t{1} << 40).empty()); // capped at the store's size
+    CHECK(backed_bytes(name) >= 3 * step + mib);
+    CHECK(backed_bytes(name) < 4 * step + mib);
+  }
+  {
+    const auto name = unique_name();
+    auto s = tensor_store::create_shared(name, 2 * mib, tensor_store::pages::all);
+    CHECK(backed_bytes(name) >= 2 * mib);
+    CHECK(s.reserve_to(2 * mib).empty());
+  }
+  // A mapped (child side) or anonymous store has nothing to reserve.
+  auto anon = tensor_store::anonymous(8 * mib);
+  CHECK(anon.reserve_to(8 * mib).empty());
+}
