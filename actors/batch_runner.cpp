@@ -56,6 +56,28 @@ std::vector<std::pair<operand_id, std::size_t>> release_points(const batch& b) {
   return last;
 }
 
+// While it lasts, the board shows the operator (or synchronize) the runner is inside: the
+// controller's watchdog counts a child busy there as making progress as long as the child's
+// heartbeat goes on, though it reads nothing meanwhile.
+class running_mark {
+public:
+  running_mark(completion_board* board, uint32_t lane, uint64_t index) noexcept
+    : board_(board), lane_(lane) {
+    if (board_)
+      board_->running(lane_, index);
+  }
+  ~running_mark() {
+    if (board_)
+      board_->running(lane_, 0);
+  }
+  running_mark(const running_mark&) = delete;
+  running_mark& operator=(const running_mark&) = delete;
+
+private:
+  completion_board* board_;
+  uint32_t lane_;
+};
+
 } // namespace
 
 batch_runner::batch_runner(batch_runner_setup setup, runner_answers& out)
@@ -92,6 +114,8 @@ void batch_runner::acknowledge(std::size_t count, bool always) {
   if (!failed_ && launched_) { // a batch of releases alone launched nothing to wait for
     try {
       launched_ = false;
+      const uint64_t last = pending_.empty() ? 0 : pending_.back().ops_after;
+      const running_mark mark{setup_.board, setup_.lane, std::max<uint64_t>(last, 1)};
       stream_->synchronize();
       store_fence::release(); // what the stream wrote and read is the executor's again
     } catch (const std::exception& e) {
@@ -127,7 +151,10 @@ std::pair<uint64_t, std::string> batch_runner::run_batch(const batch& b) {
     const uint64_t index = b.ops_before + i + 1;
     try {
       timeline::scoped_span op_span{setup_.timeline.get(), pid_, track(), {}, "op"};
-      runner_->run(b.ops[i]);
+      {
+        const running_mark mark{setup_.board, setup_.lane, index};
+        runner_->run(b.ops[i]);
+      }
       if (op_span) {
         op_span.rename(describe(b.ops[i]));
         op_span.add("index", index);

@@ -4,7 +4,7 @@
 // users, and confirms the batches launched since the last synchronize: it synchronizes the stream
 // and acknowledges each, with the device bytes live after it, to its answers and, when it has
 // one, on the completion board (marking its lane failed there before it publishes what followed a
-// failure). Its owner calls confirm() once no further batch waits; it confirms by itself after a
+// failure; showing there which operator or synchronize it is inside). Its owner calls confirm() once no further batch waits; it confirms by itself after a
 // failure, after 4096 unconfirmed operators, or after copies of an eighth of the store.
 #pragma once
 

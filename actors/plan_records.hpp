@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actorgraph/device.hpp"
+#include "actors/child_pulse.hpp"
 #include "graph/collective.hpp"
 #include "graph/op.hpp"
 
@@ -66,6 +67,8 @@ struct plan_lane {
   // Remote: when its child last showed progress (read a broadcast, acknowledged), or when it last
   // fell behind after having read everything.
   std::chrono::steady_clock::time_point last_progress = std::chrono::steady_clock::now();
+  // Remote, on the shared-memory path: the heartbeat seen at the watchdog's last look.
+  child_pulse pulse;
 };
 
 // Where the planner keeps an operand: on a device lane by id, or (cpu) in a store range written

@@ -1,11 +1,12 @@
 // The planner's watch on the children: how far each is behind in reading its broadcasts (which
 // holds the user's threads back past max_queued_bytes) and the watchdog that fails a child that
-// reads nothing for progress_timeout.
+// reads nothing for progress_timeout and is not busy inside an operator (actors/child_pulse.hpp).
 #include <algorithm>
 
 #include "actors/flow_control.hpp"
 #include "actors/planner.hpp"
 #include "graph/deadline.hpp"
+#include "ipc/completion_board.hpp"
 #include "ipc/wire.hpp"
 
 namespace ag {
@@ -65,19 +66,29 @@ void planner::schedule_progress_check() {
 
 // The watchdog: a child behind in reading its broadcasts that read none and acknowledged nothing
 // for progress_timeout is failed and killed (which drops what the PUB socket queued for it).
-// A child that is slow but reading is left alone, however far behind.
+// A child that is slow but reading is left alone, however far behind; so is one that the board
+// shows inside an operator with its heartbeat going (the shared-memory path, where one thread
+// reads and runs: a long operator holds its reading back, and only SIGSTOP or death stops the
+// beat).
 void planner::check_progress() {
   progress_check_scheduled_ = false;
   const auto now = std::chrono::steady_clock::now();
   bool watching = false;
   for (uint32_t l = 0; l < lanes_.size(); ++l) {
     auto& ln = lanes_[l];
-    if (!ln.remote || !ln.failed.empty() || ln.down
-        || ln.broadcasts_received >= readable_broadcasts())
+    if (!ln.remote || !ln.failed.empty() || ln.down)
       continue;
-    if (waits_for_export(l)) // the exporter is the one to watch; this child's watch restarts
+    const auto sign = ln.pulse.look(ln.broadcasts_received, readable_broadcasts(),
+                                    board_ ? board_->running_at(l) : 0,
+                                    board_ ? board_->beats(l) : 0);
+    if (sign == child_pulse::sign::caught_up)
+      continue;
+    // Inside an operator, or waiting for another child's export (the exporter is the one to
+    // watch): this child's watch restarts.
+    const bool busy = sign == child_pulse::sign::executing || waits_for_export(l);
+    if (busy)
       progressed(l);
-    if (now - ln.last_progress < progress_timeout_) {
+    if (busy || now - ln.last_progress < progress_timeout_) {
       watching = true;
       continue;
     }

@@ -11,7 +11,7 @@ namespace ag {
 namespace {
 
 constexpr uint32_t board_magic = 0x41474342; // "AGCB"
-constexpr uint32_t board_version = 1;
+constexpr uint32_t board_version = 2; // 2: running and beat in the lane slot
 constexpr uint32_t max_lanes = 1025;
 
 } // namespace
@@ -29,9 +29,12 @@ struct alignas(64) completion_board::lane_slot {
   std::atomic<uint64_t> ops;
   std::atomic<uint64_t> entries;
   std::atomic<uint64_t> failed_at;
+  std::atomic<uint64_t> running;
+  std::atomic<uint64_t> beat;
 };
 
 static_assert(sizeof(completion_board::header) % 64 == 0);
+static_assert(sizeof(completion_board::lane_slot) == 64); // a cache line each (docs/PROTOCOL.md)
 
 std::size_t completion_board::bytes_for(uint32_t lanes) {
   return sizeof(header) + sizeof(lane_slot) * lanes;
@@ -90,6 +93,17 @@ void completion_board::failed(uint32_t lane, uint64_t index) noexcept {
 
 void completion_board::notify() noexcept { notify_all(h_->word); }
 
+// Relaxed: the watchdog reads these as signs of life, never as the order of anything else.
+void completion_board::running(uint32_t lane, uint64_t index) noexcept {
+  if (lane < h_->lanes)
+    lanes_[lane].running.store(index, std::memory_order_relaxed);
+}
+
+void completion_board::beat(uint32_t lane) noexcept {
+  if (lane < h_->lanes)
+    lanes_[lane].beat.fetch_add(1, std::memory_order_relaxed);
+}
+
 void completion_board::fault() noexcept {
   h_->faults.fetch_add(1, std::memory_order_seq_cst);
   notify_all(h_->word);
@@ -109,6 +123,14 @@ uint64_t completion_board::entries(uint32_t lane) const noexcept {
 
 uint64_t completion_board::failed_at(uint32_t lane) const noexcept {
   return lane < h_->lanes ? lanes_[lane].failed_at.load(std::memory_order_acquire) : 0;
+}
+
+uint64_t completion_board::running_at(uint32_t lane) const noexcept {
+  return lane < h_->lanes ? lanes_[lane].running.load(std::memory_order_relaxed) : 0;
+}
+
+uint64_t completion_board::beats(uint32_t lane) const noexcept {
+  return lane < h_->lanes ? lanes_[lane].beat.load(std::memory_order_relaxed) : 0;
 }
 
 template <class Reached>

@@ -1,9 +1,11 @@
 // completion_board: how far each lane's runner got, in memory the waiting threads read directly
 // (shared memory in process mode, so that a child's acknowledgement reaches a waiting user thread
 // without a socket or an actor). Per lane: the operators and the entries (operators and releases)
-// of the batches it acknowledged, and whether it failed (the index of the failing operator). One
-// fault count for the whole runtime: the controller bumps it whenever it learns of a failure or
-// stops, so that a wait taken before (a wait_ticket) goes back to the executor for its answer.
+// of the batches it acknowledged, whether it failed (the index of the failing operator), which
+// operator (or synchronize) it is inside now, and a heartbeat its child's main thread keeps up,
+// so that the controller's watchdog tells a child busy with one long operator from a stopped one.
+// One fault count for the whole runtime: the controller bumps it whenever it learns of a failure
+// or stops, so that a wait taken before (a wait_ticket) goes back to the executor for its answer.
 //
 // Order: a runner marks its lane failed before it publishes the counts of the batches after the
 // failure (release), and a waiter reads the counts before the failure mark and the fault count
@@ -43,6 +45,11 @@ public:
   void failed(uint32_t lane, uint64_t index) noexcept;
   // Wakes the waiters after a run of completed() calls.
   void notify() noexcept;
+  // It runs operator `index` (1-based), or waits for its stream with `index` the last operator
+  // launched; 0: it is between operators.
+  void running(uint32_t lane, uint64_t index) noexcept;
+  // Its child's main thread is alive: one more beat (at least every 50 ms; none while stopped).
+  void beat(uint32_t lane) noexcept;
 
   // -- the controller ---------------------------------------------------------------------------
   // Something failed, or the runtime stops: every ticket taken before is stale.
@@ -53,6 +60,8 @@ public:
   uint64_t entries(uint32_t lane) const noexcept;
   uint64_t failed_at(uint32_t lane) const noexcept; // 0: healthy; else index + 1
   bool lane_failed(uint32_t lane) const noexcept { return failed_at(lane) != 0; }
+  uint64_t running_at(uint32_t lane) const noexcept; // 0: between operators; else the index
+  uint64_t beats(uint32_t lane) const noexcept;
 
   // -- a waiting thread -------------------------------------------------------------------------
   enum class outcome {

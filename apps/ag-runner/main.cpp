@@ -9,7 +9,8 @@
 // starts its own actor system (pusher, the same stream actor as thread mode, subscriber), says it
 // started, and runs until the exit flag is set, a Destroy arrives or its controller is gone. With
 // --channel (the shared-memory path), a ring reader takes the batches from the broadcast ring in
-// OBJ and runs them on the same batch runner, publishing its acknowledgements on OBJ's board too.
+// OBJ and runs them on the same batch runner, publishing its acknowledgements on OBJ's board too,
+// and its main thread beats the lane's heartbeat there at least every 50 ms.
 // Exit codes (README.md, "Exit codes"): 0 after an orderly exit, 2 bad command line, 3 start-up
 // failed (the reason is left in the segment for the controller), 4 its stream failed to start or
 // stopped. It reads no configuration file: not caf-application.ini from whatever directory the
@@ -142,6 +143,10 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
           running = false;
         },
         caf::after(watch_slice) >> [] {});
+      // A sign of life on its own thread: the ring reader may spend seconds inside one operator,
+      // reading nothing, and the watchdog must tell it from a child that is stopped.
+      if (channel)
+        channel->board().beat(args.lane);
       if (running && (sync.wait_for_exit(std::chrono::milliseconds{0})
                       || !parent_alive(args.parent_pid)))
         running = false;

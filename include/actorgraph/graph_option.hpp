@@ -81,7 +81,9 @@ struct graph_option {
 
   // Process mode: a child that is behind in reading its broadcasts and reads none for this long is
   // failed (its device's work throws "sim:1 made no progress for 10000 ms") and killed. A child that
-  // is slow but reading is never failed for being behind.
+  // is slow but reading is never failed for being behind, and a child executing an operator counts
+  // as making progress however long the operator takes (a stopped child does not): one hung inside
+  // an operator while alive is found by the wait_timeout of the user's sync() and to_vector().
   std::chrono::milliseconds progress_timeout{std::chrono::seconds{10}};
 
   // The shared-memory path, or the sockets alone (above).

@@ -1,10 +1,13 @@
 // The shared-memory path under faults that only it has: a broadcast ring too small for what a
 // stopped or slow child has not read. A frame waits for room (in order) rather than overwrite
 // what a child has yet to read; a stopped child is failed by the watchdog and dropped from the
-// ring, and its sibling's work then goes on; a slow child gets every frame intact. Real children
-// on sim devices; what the user sees is checked, and that nothing is left behind.
+// ring, and its sibling's work then goes on; a slow child gets every frame intact. And a child
+// that reads nothing because it executes one long operator is left alone by the watchdog, unless
+// it is stopped. Real children on sim devices; what the user sees is checked, and that nothing is
+// left behind.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -43,7 +46,77 @@ std::vector<float> count_up(ag::runtime& rt, const ag::device& where) {
   return x.to_vector();
 }
 
+// Process mode on the shared-memory path with sim:0 alone and a watchdog of 1 s.
+ag::graph_option one_child(std::chrono::milliseconds progress_timeout) {
+  auto opt = sim_options(true, "sim:0", 60000ms * tsan_slow);
+  opt.transport = ag::transport::shared_memory;
+  opt.progress_timeout = progress_timeout;
+  return opt;
+}
+
+// The side of a matmul that keeps sim:0 busy for several times progress_timeout (3072: about 4 s
+// on one core of the build machine). ThreadSanitizer runs the loop tens of times slower, so a
+// third of the side (a 27th of the work) takes seconds there too.
+constexpr std::size_t long_side = tsan_shrink > 1 ? 1024 : 3072;
+
 } // namespace
+
+TEST_CASE("a child busy with one long operator is not failed by the watchdog while the operators "
+          "after it wait, and every result is right",
+          "[ring]") {
+  {
+    ag::runtime rt{one_child(1000ms)};
+    const auto sim0 = ag::device::sim(0);
+    const auto a = rt.full({long_side, long_side}, 1.0f, sim0);
+    const auto b = rt.full({long_side, long_side}, 1.0f, sim0);
+    const auto c = a.matmul(b);
+    auto x = rt.full({16}, 0.0f, sim0);
+    const auto one = rt.full({16}, 1.0f, sim0);
+    for (int i = 0; i < 10; ++i) { // each a broadcast the busy child does not read for seconds
+      std::this_thread::sleep_for(150ms);
+      x = x + one;
+    }
+    CHECK(x.to_vector() == std::vector<float>(16, 10.0f));
+    const auto product = c.to_vector();
+    REQUIRE(product.size() == long_side * long_side);
+    CHECK(std::all_of(product.begin(), product.end(),
+                      [](float v) { return v == float(long_side); }));
+    CHECK_NOTHROW(rt.sync());
+  }
+  CHECK(runner_children().empty());
+  CHECK(my_shm().empty());
+}
+
+TEST_CASE("a child stopped in the middle of a long operator is still failed for making no "
+          "progress and killed, and nothing is left behind",
+          "[ring]") {
+  {
+    ag::runtime rt{one_child(1000ms)};
+    const pid_t child = runner_of_lane(1);
+    REQUIRE(child > 0);
+    const auto sim0 = ag::device::sim(0);
+    const auto a = rt.full({long_side, long_side}, 1.0f, sim0);
+    const auto b = rt.full({long_side, long_side}, 1.0f, sim0);
+    const long before = process_cpu_ticks(child);
+    const auto c = a.matmul(b);
+    // Stopped once it has spent half a second on the fills and the matmul (seconds long): in the
+    // middle of the matmul, its running mark set.
+    REQUIRE(within(10000ms, [&] { return process_cpu_ticks(child) - before >= 50; }));
+    REQUIRE(stop_process(child));
+    auto x = rt.full({16}, 0.0f, sim0);
+    const auto one = rt.full({16}, 1.0f, sim0);
+    for (int i = 0; i < 10; ++i) {
+      std::this_thread::sleep_for(150ms);
+      x = x + one;
+    }
+    CHECK_THROWS_WITH(x.to_vector(), Contains("sim:0 made no progress for 1000 ms")
+                                       && Contains("its child is killed"));
+    CHECK_THROWS_WITH(c.to_vector(), Contains("sim:0 made no progress for 1000 ms"));
+    CHECK(within(5000ms, [&] { return exited(child); }));
+  }
+  CHECK(runner_children().empty());
+  CHECK(my_shm().empty());
+}
 
 TEST_CASE("a stopped child fills the ring: frames wait for room, the watchdog fails and drops it, "
           "and its sibling's results are right",

@@ -665,6 +665,44 @@ TEST_CASE("a board is found by attach, and bad memory or lanes are refused", "[s
              Catch::Contains("do not fit"));
 }
 
+TEST_CASE("a lane's running mark and heartbeat are its own and lie where docs/PROTOCOL.md says",
+          "[shm]") {
+  aligned_memory memory(completion_board::bytes_for(3));
+  auto board = completion_board::format(memory.data(), memory.size(), 3);
+  CHECK(board.running_at(1) == 0);
+  CHECK(board.beats(1) == 0);
+  board.running(1, 7);
+  board.beat(1);
+  board.beat(1);
+  board.beat(2);
+  auto other = completion_board::attach(memory.data(), memory.size()); // the controller's view
+  CHECK(other.running_at(1) == 7);
+  CHECK(other.beats(1) == 2);
+  CHECK(other.running_at(0) == 0);
+  CHECK(other.running_at(2) == 0);
+  CHECK(other.beats(2) == 1);
+  CHECK(other.running_at(3) == 0); // no such lane
+  board.running(1, 0);
+  CHECK(other.running_at(1) == 0);
+  // Lane 1's slot at 192 + 64: running at 24 within it, the beat at 32; the version at 4.
+  auto word = [&](std::size_t at) {
+    uint64_t v = 0;
+    std::memcpy(&v, memory.data() + at, sizeof v);
+    return v;
+  };
+  board.running(1, 9);
+  CHECK(word(192 + 64 + 24) == 9);
+  CHECK(word(192 + 64 + 32) == 2);
+  uint32_t version = 0;
+  std::memcpy(&version, memory.data() + 4, sizeof version);
+  CHECK(version == 2);
+  // A board of the layout before (version 1, no running mark or beat) is refused.
+  version = 1;
+  std::memcpy(memory.data() + 4, &version, sizeof version);
+  CHECK_THAT(error_of([&] { completion_board::attach(memory.data(), memory.size()); }),
+             Catch::Contains("not a board of version 2"));
+}
+
 // -- shm_channel, across processes ----------------------------------------------------------------
 
 TEST_CASE("a channel's ring carries 20000 messages to two child processes whole and in order",
