@@ -3,7 +3,6 @@
 #include <cstring>
 #include <optional>
 #include <set>
-#include <thread>
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -16,6 +15,7 @@
 
 #include "actorgraph/error.hpp"
 #include "actors/node_protocol.hpp"
+#include "actors/peer_sockets.hpp"
 #include "graph/deadline.hpp"
 
 namespace ag {
@@ -26,21 +26,26 @@ caf::duration timeout_of(std::chrono::milliseconds t) {
   return no_deadline(t) ? caf::infinite : caf::duration{t};
 }
 
+// How many times a node's connection is asked of the middleman, at most.
+constexpr int max_connect_attempts = 3;
+
 // The node's actor, through TLS, by `timeout`. CAF 0.17's middleman drops a connection whose
 // handshake has not answered by its next heartbeat tick with connection_timeout (seen on a loaded
 // machine while a second node's TLS handshake ran): such an attempt is made again, within the
-// same deadline.
+// same deadline, once the node answered a probe again. The sockets of a failed attempt are shut
+// down: the middleman keeps a dropped handshake's socket, spinning on it until the peer closes.
 node_actor connect(caf::actor_system& sys, const network_setup::node_target& n,
-                   std::chrono::milliseconds timeout) {
+                   std::chrono::milliseconds timeout, const node_reprobe& reprobe) {
   const std::string who = "node " + n.name + " (tcp://" + n.host + ":" + std::to_string(n.port) + ")";
   const auto deadline = deadline_after(timeout);
   caf::scoped_actor self{sys};
-  for (;;) {
+  for (int attempt = 1;; ++attempt) {
     caf::strong_actor_ptr found;
     caf::error failure;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration{}));
     const auto wait = timeout_of(no_deadline(timeout) ? timeout : left);
+    const peer_sockets before{n.host, n.port};
     self->request(sys.openssl_manager().actor_handle(), wait, caf::connect_atom::value, n.host,
                   n.port)
       .receive(
@@ -48,12 +53,18 @@ node_actor connect(caf::actor_system& sys, const network_setup::node_target& n,
           found = std::move(ptr);
         },
         [&](caf::error& err) { failure = std::move(err); });
-    if (failure == caf::sec::connection_timeout && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds{20});
+    if (failure)
+      before.shut_down_new();
+    if (failure == caf::sec::connection_timeout && attempt < max_connect_attempts
+        && std::chrono::steady_clock::now() < deadline) {
+      reprobe(n, deadline);
       continue;
     }
     if (failure)
-      throw error(describe(failure, who + ": connecting")
+      throw error(describe(failure, who + ": connecting"
+                                      + (attempt > 1 ? " (attempt " + std::to_string(attempt)
+                                                         + ", the others dropped unanswered)"
+                                                     : std::string{}))
                   + " (is its ag-node running, and does it allow this controller's key?)");
     if (!found)
       throw error(who + ": no actor is published there");
@@ -66,7 +77,8 @@ node_actor connect(caf::actor_system& sys, const network_setup::node_target& n,
 std::map<uint32_t, runner_proxy_actor>
 start_node_lanes(caf::actor_system& sys, const caf::actor& owner, const network_setup& net,
                  const std::vector<device>& devices, uint64_t store_bytes,
-                 std::chrono::milliseconds start_timeout, std::chrono::milliseconds stop_timeout) {
+                 std::chrono::milliseconds start_timeout, std::chrono::milliseconds stop_timeout,
+                 const node_reprobe& reprobe) {
   std::map<uint32_t, runner_proxy_actor> out;
   for (const auto& n : net.nodes) {
     node_request req;
@@ -86,7 +98,7 @@ start_node_lanes(caf::actor_system& sys, const caf::actor& owner, const network_
       }
     if (req.lanes.empty())
       continue;
-    auto node = connect(sys, n, start_timeout);
+    auto node = connect(sys, n, start_timeout, reprobe);
     caf::scoped_actor self{sys};
     std::optional<std::string> why;
     std::vector<caf::actor> proxies;

@@ -26,12 +26,16 @@ constexpr caf::timespan max_heartbeat{std::chrono::milliseconds{200}};
 
 } // namespace
 
-void configure_node_network(caf::actor_system_config& cfg, const identity& self,
-                            const std::string& trust_file, std::chrono::milliseconds timeout) {
+void check_tls_guard() {
   if (!tls_error_queue_guarded())
     throw error("this program loads libssl before libactorgraph, so CAF's TLS calls miss the "
                 "guard that keeps one failed connection from closing the others "
                 "(actors/tls_error_queue.hpp): link actorgraph before OpenSSL");
+}
+
+void configure_node_network(caf::actor_system_config& cfg, const identity& self,
+                            const std::string& trust_file, std::chrono::milliseconds timeout) {
+  check_tls_guard();
   cfg.load<caf::io::middleman>();
   cfg.load<caf::openssl::manager>();
   cfg.add_message_type<node_request>("ag::node_request");

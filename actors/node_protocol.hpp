@@ -59,7 +59,11 @@ typename Inspector::result_type inspect(Inspector& f, node_request& x) {
 using node_actor =
   caf::typed_actor<caf::replies_to<node_start_atom, node_request>::with<std::vector<caf::actor>>>;
 
-// Loads the middleman and its TLS into `cfg`: this machine proves itself with `self`, trusts only
+// Throws ag::error, saying why, when this program loads libssl before libactorgraph: CAF's TLS
+// calls would then miss actors/tls_error_queue.cpp, and nodes are refused.
+void check_tls_guard();
+
+// Loads the middleman and its TLS into `cfg` (after check_tls_guard()): this machine proves itself with `self`, trusts only
 // the certificates in `trust_file` (the peers' public identities, one after the other), treats a
 // peer silent for `timeout` as gone, sends a heartbeat every 200 ms (or timeout / 5 when that is
 // shorter: a peer with a timeout of a second or more never mistakes this side for silent), and

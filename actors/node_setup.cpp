@@ -1,5 +1,6 @@
 #include "actors/node_setup.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -7,8 +8,10 @@
 
 #include "actorgraph/error.hpp"
 #include "actors/node_client.hpp"
+#include "actors/node_probe.hpp"
 #include "actors/node_protocol.hpp"
 #include "actors/process_env.hpp"
+#include "graph/deadline.hpp"
 
 namespace ag {
 
@@ -38,6 +41,30 @@ node_setup::node_setup(std::vector<node> nodes, const std::string& key_file,
     if (!keys.insert(peers_.back().curve_public).second)
       throw error("node " + n.name + ": its public key is another node's too");
   }
+  check_tls_guard();
+}
+
+bool node_setup::has_lanes(const std::string& node_name) const {
+  return std::any_of(lanes_.begin(), lanes_.end(),
+                     [&](const device& d) { return !d.local() && d.node_name() == node_name; });
+}
+
+void node_setup::probe_one(std::size_t i, std::chrono::steady_clock::time_point deadline,
+                           const std::string& deadline_text) const {
+  const auto& n = nodes_[i];
+  const auto [host, port] = parse_tcp_endpoint(n.endpoint, "node " + n.name + ": endpoint");
+  probe_target t;
+  t.who = "node " + n.name + " (tcp://" + host + ":" + std::to_string(port) + ")";
+  t.host = host;
+  t.port = port;
+  t.public_file = n.public_key_file;
+  probe_node(t, self_, deadline, deadline_text);
+}
+
+void node_setup::probe(std::chrono::milliseconds timeout, const std::string& timeout_name) const {
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    if (has_lanes(nodes_[i].name))
+      probe_one(i, deadline_after(timeout), duration_string(timeout) + " (" + timeout_name + ")");
 }
 
 void node_setup::configure(caf::actor_system_config& cfg, const std::string& trust_file,
@@ -67,11 +94,19 @@ void node_setup::open(process_env& env, const std::string& trust_file,
 
 void node_setup::start(caf::actor_system& sys, const caf::actor& owner, process_env& env,
                        uint64_t store_bytes, std::chrono::milliseconds start_timeout,
-                       std::chrono::milliseconds stop_timeout) const {
+                       std::chrono::milliseconds stop_timeout,
+                       const std::string& timeout_name) const {
   auto& net = *env.setup().network;
   net.lane_proxy.assign(lanes_.size(), caf::actor{});
-  for (auto& [lane, proxy] :
-       start_node_lanes(sys, owner, net, lanes_, store_bytes, start_timeout, stop_timeout))
+  const std::string deadline_text = duration_string(start_timeout) + " (" + timeout_name + ")";
+  auto reprobe = [&](const network_setup::node_target& n,
+                     std::chrono::steady_clock::time_point deadline) {
+    for (std::size_t i = 0; i < nodes_.size(); ++i)
+      if (nodes_[i].name == n.name)
+        probe_one(i, deadline, deadline_text);
+  };
+  for (auto& [lane, proxy] : start_node_lanes(sys, owner, net, lanes_, store_bytes, start_timeout,
+                                              stop_timeout, reprobe))
     net.lane_proxy[lane] = caf::actor_cast<caf::actor>(proxy);
 }
 

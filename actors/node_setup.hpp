@@ -24,8 +24,15 @@ class node_setup {
 public:
   // `lanes`: lane 0 the cpu, then every device. Throws ag::error naming a bad node (name, endpoint,
   // a name listed twice, a key file that cannot be read or is another node's too), a device on a
-  // node not listed, or the controller's identity.
+  // node not listed, or the controller's identity; or saying that this program loads libssl
+  // before libactorgraph (check_tls_guard), before any node is probed.
   node_setup(std::vector<node> nodes, const std::string& key_file, std::vector<device> lanes);
+
+  // Before anything else is made: a TLS handshake with each node that has lanes, each by
+  // `timeout` (`timeout_name` in errors: "graph_option::start_timeout"), so that a node that is
+  // not there, answers nothing or proves another identity fails start-up at once, naming it, with
+  // nothing to clean up (actors/node_probe.hpp). Throws ag::error naming the node.
+  void probe(std::chrono::milliseconds timeout, const std::string& timeout_name) const;
 
   // Before the actor system is made: the middleman with TLS as this identity, trusting the
   // nodes' certificates from `trust_file` (which open() writes), a peer silent for `timeout` gone.
@@ -37,12 +44,18 @@ public:
   void open(process_env& env, const std::string& trust_file, std::size_t streams) const;
 
   // Asks each node for its lanes' children, serving `owner` (they stop once it is gone), and
-  // leaves their proxies in env.setup().network->lane_proxy. Each node by `start_timeout`.
+  // leaves their proxies in env.setup().network->lane_proxy. Each node by `start_timeout`
+  // (`timeout_name` in errors); one whose connection is tried again is probed again first.
   void start(caf::actor_system& sys, const caf::actor& owner, process_env& env,
              uint64_t store_bytes, std::chrono::milliseconds start_timeout,
-             std::chrono::milliseconds stop_timeout) const;
+             std::chrono::milliseconds stop_timeout, const std::string& timeout_name) const;
 
 private:
+  bool has_lanes(const std::string& node_name) const;
+  // Node i's TLS handshake, by `deadline` (`deadline_text` in errors).
+  void probe_one(std::size_t i, std::chrono::steady_clock::time_point deadline,
+                 const std::string& deadline_text) const;
+
   std::vector<node> nodes_;
   std::vector<device> lanes_;
   identity self_;

@@ -199,7 +199,7 @@ private:
     ts.exports.timeout = opt_.timeout;
     if (opt_.nodes && env_) // the nodes serve this replay for as long as it lives
       opt_.nodes->start(sys_, caf::actor_cast<caf::actor>(self_.ptr()), *env_, store_bytes_,
-                        opt_.timeout, opt_.timeout);
+                        opt_.timeout, opt_.timeout, "replay_options::timeout");
     topo_.emplace(self_.ptr(), std::move(ts));
     for (const auto& d : devices) {
       replay_lane l;

@@ -175,6 +175,9 @@ public:
         auto lanes = devices_;
         lanes.insert(lanes.begin(), device::cpu());
         nodes_.emplace(opt_.nodes, opt_.key_file, std::move(lanes));
+        // Still before anything is created: a node that does not answer fails start-up here,
+        // by start_timeout, with nothing to clean up.
+        nodes_->probe(opt_.start_timeout, "graph_option::start_timeout");
       }
       env_.emplace(opt_.store_bytes, devices_.size(), opt_.runner_path, shm ? opt_.ring_bytes : 0,
                    opt_.spin_wait, opt_.wait_timeout);
@@ -242,7 +245,7 @@ public:
       presence_ = sys_->spawn(presence, opt_.nodes.size());
       try {
         nodes_->start(*sys_, presence_, *env_, store().size(), opt_.start_timeout,
-                      stop_timeout(opt_.wait_timeout));
+                      stop_timeout(opt_.wait_timeout), "graph_option::start_timeout");
       } catch (...) {
         caf::anon_send_exit(presence_, caf::exit_reason::user_shutdown);
         forget_thread_logger();

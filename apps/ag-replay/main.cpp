@@ -189,6 +189,7 @@ int start(int argc, char** argv) {
       if (!opt.devices.empty() && opt.devices.size() + 1 == lanes.size())
         std::copy(opt.devices.begin(), opt.devices.end(), lanes.begin() + 1);
       nodes.emplace(ag::parse_nodes(cfg.nodes), cfg.key, std::move(lanes));
+      nodes->probe(opt.timeout, "--timeout"); // a node that does not answer: before anything is made
       scratch.emplace(ag::runtime_dir::create());
     } catch (const std::exception& e) {
       return cfg.fail(ag::app::exit_cannot_run, e.what());
