@@ -26,9 +26,9 @@ std::string describe(const caf::error& err, const std::string& what) {
     }
   }
   if (err == caf::exit_reason::remote_link_unreachable)
-    return what + ": the link to its node was lost (nothing heard from the node for "
-                  "graph_option::node_timeout, or its connection closed); raise node_timeout if the "
-                  "node or the network is only slow";
+    return what + ": the link was lost (nothing heard for the node timeout, "
+                  "graph_option::node_timeout or ag-node --timeout-ms, or the connection closed); "
+                  "raise it if the peer or the network is only slow";
   return what + ": " + caf::to_string(err);
 }
 
