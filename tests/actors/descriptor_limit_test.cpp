@@ -23,50 +23,13 @@ using Catch::Contains;
 
 namespace {
 
-struct outcome {
-  pid_t pid = 0;
-  int code = -1;  // exit code, or -1
-  int signal = 0; // the signal that ended it, or 0
-  std::string text;
-};
-
 // Runs `program ARGS` with RLIMIT_NOFILE `limit`, its output collected, 120 s at most.
-outcome run_limited(const char* program, const std::vector<std::string>& args, rlim_t limit) {
-  int pipe_fds[2];
-  REQUIRE(::pipe2(pipe_fds, O_CLOEXEC) == 0);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::dup2(pipe_fds[1], 1);
-    ::dup2(pipe_fds[1], 2);
+program_outcome run_limited(const char* program, const std::vector<std::string>& args,
+                            rlim_t limit) {
+  return run_collected(program, args, AG_TEST_RUNNER, [limit] {
     const struct rlimit rl{limit, limit};
-    ::setrlimit(RLIMIT_NOFILE, &rl);
-    ::setenv("AG_RUNNER", AG_TEST_RUNNER, 1);
-    std::vector<char*> argv{const_cast<char*>(program)};
-    for (const auto& a : args)
-      argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  ::close(pipe_fds[1]);
-  const auto deadline = std::chrono::steady_clock::now() + 120s;
-  outcome out;
-  out.pid = pid;
-  out.text = read_until_closed(pipe_fds[0], deadline);
-  ::close(pipe_fds[0]);
-  int status = 0;
-  pid_t reaped = 0;
-  while ((reaped = ::waitpid(pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(5ms);
-  if (reaped == 0) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-    out.text += " (killed: it did not finish within 120 s)";
-  }
-  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  out.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  return out;
+    return ::setrlimit(RLIMIT_NOFILE, &rl) == 0 ? std::string{} : std::string{"setrlimit failed"};
+  });
 }
 
 // Runtime directories of process `pid` left in $TMPDIR (or /tmp).

@@ -5,6 +5,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +20,7 @@
 
 #include <actorgraph/actorgraph.hpp>
 
+#include "ipc/sub_process.hpp"
 #include "tests/actors/process_helpers.hpp"
 #include "tests/temp_files.hpp"
 
@@ -176,5 +180,39 @@ private:
   int port_ = 0;
   int code_ = -1;
 };
+
+// A controller of its own process (ag-test-controller start-fails) whose start-up on `node` with
+// the identity `key_base` must fail: the error it reported, once its runtime's constructor threw
+// (within `limit`), or why none came. Its process is gone when this returns: two controllers in
+// one process would share that process's actor system state, sockets and clean-up registry.
+inline std::string refused_controller(const ag::node& node, const std::string& key_base,
+                                      std::chrono::milliseconds start_timeout,
+                                      std::chrono::milliseconds limit) {
+  temp_dir dir{"refused"};
+  const std::string text = node.name + "=" + node.endpoint + "=" + node.public_key_file;
+  ::setenv("AG_TEST_NODE", text.c_str(), 1);
+  ::setenv("AG_TEST_KEY", (key_base + ".secret").c_str(), 1);
+  ::setenv("AG_TEST_NODE_TIMEOUT_MS", "", 1);
+  ::setenv("AG_TEST_START_TIMEOUT_MS", std::to_string(start_timeout.count()).c_str(), 1);
+  auto controller = ag::sub_process::spawn(AG_TEST_CONTROLLER, {dir.path(), "1", "start-fails"});
+  for (const char* name :
+       {"AG_TEST_NODE", "AG_TEST_KEY", "AG_TEST_NODE_TIMEOUT_MS", "AG_TEST_START_TIMEOUT_MS"})
+    ::unsetenv(name);
+  const auto failed = dir.file("failed");
+  std::string out;
+  if (within(limit, [&] {
+        return ::access(failed.c_str(), F_OK) == 0 || controller.try_wait().has_value();
+      })
+      && ::access(failed.c_str(), F_OK) == 0) {
+    std::ifstream in{failed};
+    out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } else {
+    out = "no failed start-up reported within " + std::to_string(limit.count()) + " ms";
+  }
+  std::ofstream{dir.file("exit")};
+  if (!controller.wait_for(std::chrono::seconds{10}))
+    controller.kill_and_reap();
+  return out;
+}
 
 } // namespace ag::test

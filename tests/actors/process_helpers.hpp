@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -15,8 +16,10 @@
 #include <actorgraph/actorgraph.hpp>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace ag::test {
@@ -148,33 +151,32 @@ bool within(std::chrono::milliseconds limit, F done) {
   return true;
 }
 
-// The state letter of process `pid` (/proc/PID/stat: R, S, T, Z, ...); 0 when it is gone.
-inline char process_state(pid_t pid) {
-  char buf[512] = {};
-  if (FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r")) {
-    if (!std::fgets(buf, sizeof buf, f))
-      buf[0] = 0;
-    std::fclose(f);
-  }
-  const char* close = std::strrchr(buf, ')');
-  return close && close[1] == ' ' ? close[2] : 0;
-}
-
-// CPU time process `pid` has used, user and system, in clock ticks (/proc/PID/stat fields 14
-// and 15; 100 a second on Linux); 0 when it is gone.
-inline long process_cpu_ticks(pid_t pid) {
+// The fields of /proc/PID/stat after the command's closing parenthesis ("S 1 ..."); empty when
+// the process is gone.
+inline std::string stat_after_name(pid_t pid) {
   char buf[1024] = {};
   if (FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r")) {
     if (!std::fgets(buf, sizeof buf, f))
       buf[0] = 0;
     std::fclose(f);
   }
-  const char* p = std::strrchr(buf, ')');
-  if (p == nullptr)
-    return 0;
+  const char* close = std::strrchr(buf, ')');
+  return close && close[1] == ' ' ? std::string{close + 2} : std::string{};
+}
+
+// The state letter of process `pid` (/proc/PID/stat: R, S, T, Z, ...); 0 when it is gone.
+inline char process_state(pid_t pid) {
+  const std::string rest = stat_after_name(pid);
+  return rest.empty() ? 0 : rest[0];
+}
+
+// CPU time process `pid` has used, user and system, in clock ticks (/proc/PID/stat fields 14
+// and 15; 100 a second on Linux); 0 when it is gone.
+inline long process_cpu_ticks(pid_t pid) {
   long utime = 0, stime = 0;
-  // After ")": state, then fields 4 to 13, then utime (14) and stime (15).
-  if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &utime, &stime) != 2)
+  // State, then fields 4 to 13, then utime (14) and stime (15).
+  if (std::sscanf(stat_after_name(pid).c_str(), "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld",
+                  &utime, &stime) != 2)
     return 0;
   return utime + stime;
 }
@@ -245,6 +247,69 @@ inline std::string read_until_closed(int fd, std::chrono::steady_clock::time_poi
     text.append(buf, static_cast<std::size_t>(n));
   }
   return text;
+}
+
+// How a program run by run_collected() ended.
+struct program_outcome {
+  pid_t pid = 0;
+  bool ran = true;  // false: `prepare` gave up (why in `text`)
+  int code = -1;    // its exit code, or -1
+  int signal = 0;   // the signal that ended it, or 0
+  std::string text; // what it wrote to stdout and stderr
+};
+
+// Runs `program ARGS` in a forked child with $AG_RUNNER set to `runner`, its stdout and stderr
+// collected, after `prepare()` ran in that child: it returns an empty string to go on, or why it
+// cannot (the outcome then has ran == false). Past `limit` the program is killed.
+template <class Prepare>
+program_outcome run_collected(const char* program, const std::vector<std::string>& args,
+                              const char* runner, Prepare prepare,
+                              std::chrono::milliseconds limit = std::chrono::seconds{120}) {
+  constexpr int gave_up = 77;
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
+    return {0, false, -1, 0, "pipe2 failed"};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (const std::string why = prepare(); !why.empty()) {
+      (void)!::write(pipe_fds[1], why.data(), why.size());
+      ::_exit(gave_up);
+    }
+    ::dup2(pipe_fds[1], 1);
+    ::dup2(pipe_fds[1], 2);
+    std::signal(SIGBUS, SIG_DFL);
+    ::setenv("AG_RUNNER", runner, 1);
+    std::vector<char*> argv{const_cast<char*>(program)};
+    for (const auto& a : args)
+      argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(pipe_fds[1]);
+  program_outcome out;
+  out.pid = pid;
+  if (pid < 0) {
+    ::close(pipe_fds[0]);
+    return {0, false, -1, 0, "fork failed"};
+  }
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  out.text = read_until_closed(pipe_fds[0], deadline);
+  ::close(pipe_fds[0]);
+  int status = 0;
+  pid_t reaped = 0;
+  while ((reaped = ::waitpid(pid, &status, WNOHANG)) == 0
+         && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  if (reaped == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    out.text += " (killed: it did not finish within the limit)";
+  }
+  out.ran = !(WIFEXITED(status) && WEXITSTATUS(status) == gave_up);
+  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  out.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  return out;
 }
 
 // `name` beside this test program (a packed copy on the GPU machine), else `fallback` (where
