@@ -248,6 +248,7 @@ public:
                       stop_timeout(opt_.wait_timeout), "graph_option::start_timeout");
       } catch (...) {
         caf::anon_send_exit(presence_, caf::exit_reason::user_shutdown);
+        release_node_proxies();
         forget_thread_logger();
         throw;
       }
@@ -285,6 +286,7 @@ public:
     caf::anon_send_exit(executor_, caf::exit_reason::user_shutdown);
     if (presence_) // the nodes end whatever they still run for this runtime
       caf::anon_send_exit(presence_, caf::exit_reason::user_shutdown);
+    release_node_proxies();
     finish_records();
     if (!stopped) {
       // A runner may still touch the store: keep it mapped rather than risk a crash.
@@ -439,6 +441,15 @@ private:
     } catch (const std::exception& e) {
       std::cerr << "actorgraph: " << e.what() << '\n';
     }
+  }
+
+  // The runner proxies of node lanes, which the network setup holds for the executor: let go
+  // before the actor system ends. The environment (and the setup in it) outlives the system, and
+  // ~actor_system waits for every detached actor to be destroyed: a reference held past it hung
+  // the runtime's destruction (now and then, as the proxies' ends raced it).
+  void release_node_proxies() noexcept {
+    if (env_ && env_->setup().network)
+      env_->setup().network->lane_proxy.clear();
   }
 
   // -- the shared-memory path: waits answered on the completion board ------------------------------
