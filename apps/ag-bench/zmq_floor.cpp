@@ -55,12 +55,20 @@ constexpr std::size_t bulk_piece_bytes = wire::max_data_piece;
 
 constexpr int warm_up_round_trips = 100;
 constexpr uint32_t warm_up_bulk_pieces = 4; // first use of the buffers and TCP's windows
-constexpr auto connect_timeout = 10s;
-constexpr auto reply_timeout = 5s;  // one round trip
-constexpr auto stream_timeout = 20s; // the peer's report after the last streamed message
-constexpr auto bulk_timeout = 60s;   // the same after the last bulk piece: 1 GiB at 20 MB/s
-constexpr auto exit_timeout = 5s;
-constexpr auto peer_idle_limit = 30s;
+// ThreadSanitizer runs both sides tens of times slower: every deadline here stretches with it.
+#if defined(__SANITIZE_THREAD__)
+constexpr int sanitizer_slow = 10;
+#else
+constexpr int sanitizer_slow = 1;
+#endif
+constexpr auto connect_timeout = 10s * sanitizer_slow;
+constexpr auto reply_timeout = 5s * sanitizer_slow; // one round trip
+// The peer's report after the last streamed message, and after the last bulk piece (1 GiB at
+// 20 MB/s).
+constexpr auto stream_timeout = 20s * sanitizer_slow;
+constexpr auto bulk_timeout = 60s * sanitizer_slow;
+constexpr auto exit_timeout = 5s * sanitizer_slow;
+constexpr auto peer_idle_limit = 30s * sanitizer_slow;
 
 using header = std::array<uint8_t, header_bytes>;
 
@@ -446,7 +454,7 @@ int serve(const peer_spec& spec) {
           active = false;
           idle_since = steady::now();
         } else if (steady::now() - idle_since >= peer_idle_limit) {
-          return fail("no message for 30 s; exiting", 3);
+          return fail("no message for " + std::to_string(peer_idle_limit.count()) + " s; exiting", 3);
         }
       }
       continue;

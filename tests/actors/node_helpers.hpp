@@ -26,7 +26,8 @@
 
 namespace ag::test {
 
-// Runs `argv` and waits for it (at most 30 s); its exit code, or -1. Its output (stdout and
+// Runs `argv` and waits for it (at most 30 s, ten times that under ThreadSanitizer); its exit
+// code, or -1. Its output (stdout and
 // stderr) goes to `log`, or is thrown away.
 inline int run_program(const std::vector<std::string>& argv, const std::string& log = "/dev/null") {
   std::vector<char*> args;
@@ -43,7 +44,7 @@ inline int run_program(const std::vector<std::string>& argv, const std::string& 
     ::execv(args[0], args.data());
     ::_exit(127);
   }
-  for (int i = 0; i < 3000; ++i) {
+  for (int i = 0; i < 3000 * tsan_slow; ++i) {
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid)
       return WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -70,7 +70,8 @@ TEST_CASE("a node in another network namespace works, and a cut link fails its d
   opt.devices = ag::parse_devices("n1/sim:0,n2/sim:0");
   opt.store_bytes = std::size_t{64} << 20;
   opt.node_timeout = std::chrono::milliseconds{deadline_ms};
-  opt.wait_timeout = 20000ms;
+  opt.wait_timeout = 20000ms * ag::test::tsan_slow;
+  opt.progress_timeout = 10000ms * ag::test::tsan_slow;
   ag::runtime rt{opt};
   const auto a = ag::parse_device("n1/sim:0");
   const auto b = ag::parse_device("n2/sim:0");

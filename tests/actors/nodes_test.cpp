@@ -42,6 +42,7 @@ ag::graph_option option(const cluster& c, std::vector<const node_process*> nodes
   opt.store_bytes = std::size_t{256} << 20;
   opt.node_timeout = 5000ms * ag::test::tsan_slow;
   opt.progress_timeout = 10000ms * ag::test::tsan_slow;
+  opt.wait_timeout = 60000ms * ag::test::tsan_slow;
   if (ag::test::tsan_slow > 1)
     opt.node_streams = 2;
   const std::string* keys[] = {&c.k1, &c.k2};
@@ -266,7 +267,7 @@ TEST_CASE("a controller killed, or silent: its children on the node exit within 
   auto controller = ag::sub_process::spawn(AG_TEST_CONTROLLER, {tmp.path, "2"});
   ::unsetenv("AG_TEST_NODE");
   ::unsetenv("AG_TEST_KEY");
-  REQUIRE(ag::test::within(20000ms, [&] {
+  REQUIRE(ag::test::within(20000ms * ag::test::tsan_slow, [&] {
     return ::access((tmp.path + "/ready").c_str(), F_OK) == 0;
   }));
   const auto children = ag::test::runner_children(n1.pid());
@@ -307,7 +308,8 @@ TEST_CASE("the golden traces replay with their device lanes on two nodes, to the
     const int code = ag::test::run_program(
       {AG_TEST_REPLAY, traces + "/" + name + ".trace", "--mode=process",
        std::string{"--devices="} + devices, nodes, "--key=" + c.ctl + ".secret",
-       "--runner=" AG_TEST_RUNNER, "--expect=" + traces + "/" + name + ".digests"},
+       "--runner=" AG_TEST_RUNNER, "--expect=" + traces + "/" + name + ".digests",
+       "--timeout=" + std::to_string(60000 * ag::test::tsan_slow)},
       log);
     std::ifstream in{log};
     std::string line, tail;
