@@ -1,8 +1,10 @@
 // Many collectives queued without a wait: each costs the planner O(1) amortised however many are
-// queued (the store ranges they free, the readers of their parts, the spread of a failure), so
-// 60 000 of them settle, or fail, well within the wait deadline in both modes. Before, every
-// acknowledgement scanned every pending free: 60 000 took past a minute and sync() failed blaming
-// a healthy lane, and a child killed under them left stats() and to_vector() timing out.
+// queued (the store ranges they free, the readers of their parts, the spread of a failure). Before,
+// every acknowledgement scanned every pending free: 20 000 took 16 s, 60 000 passed a minute
+// (sync() failed blaming a healthy lane), and a child killed under 60 000 left stats() and
+// to_vector() timing out. What is left is latency (an acknowledgement round trip or two each, see
+// docs/BENCHMARKS.md), which a loaded machine stretches: the deadlines are far above what that
+// costs and far below what the quadratic work did.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -21,18 +23,22 @@ namespace {
 
 // Under ThreadSanitizer every message costs tens of times more: fewer of them there.
 const int queued = static_cast<int>(60000 / tsan_shrink);
+// 100 000 settle in 4 to 15 s here, and in about two minutes beside a full build; the quadratic
+// work took some 400 s (25 times the 16 s of 20 000).
+const int settling = static_cast<int>(100000 / tsan_shrink);
 
 } // namespace
 
-TEST_CASE("60 000 all_reduces queued without a wait settle within the wait deadline", "[process]") {
+TEST_CASE("100 000 all_reduces queued without a wait settle within the wait deadline",
+          "[process]") {
   const bool process = GENERATE(false, true);
   INFO((process ? "process mode" : "thread mode"));
   {
-    ag::runtime rt{sim_options(process, "sim:0,sim:1", 60s * tsan_slow)};
+    ag::runtime rt{sim_options(process, "sim:0,sim:1", 300s * tsan_slow)};
     const auto x = rt.full({4}, 1.0f, ag::device::sim(0));
     const auto y = rt.full({4}, 2.0f, ag::device::sim(1));
     std::vector<ag::tensor> last;
-    for (int i = 0; i < queued; ++i)
+    for (int i = 0; i < settling; ++i)
       last = ag::all_reduce({x, y});
     rt.sync();
     CHECK(rt.stats().store_live_bytes == 0); // every staging range given back
