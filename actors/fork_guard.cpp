@@ -31,13 +31,11 @@ bool fork_guard::forked() const noexcept {
   return fork_generation.load(std::memory_order_relaxed) != generation_;
 }
 
-void fork_guard::check(const std::string& what) const {
-  if (forked())
-    throw error(what + ": this runtime belongs to process " + std::to_string(pid_)
-                + "; process " + std::to_string(::getpid())
-                + " was forked from it and cannot use it (its actors, threads and children stay "
-                  "with the parent): make a new runtime in the forked process, or fork before "
-                  "making one");
+void fork_guard::refuse(const std::string& what) const {
+  throw error(what + ": this runtime belongs to process " + std::to_string(pid_) + "; process "
+              + std::to_string(::getpid())
+              + " was forked from it and cannot use it (its actors, threads and children stay with "
+                "the parent): make a new runtime in the forked process, or fork before making one");
 }
 
 } // namespace ag

@@ -21,8 +21,9 @@ public:
   // through a pthread_atfork handler, not by asking the kernel for the pid every time.
   bool forked() const noexcept;
 
-  // Throws ag::error naming `what` and both processes when forked().
-  void check(const std::string& what) const;
+  // Throws ag::error naming `what` and both processes; called when forked(), so that a caller on
+  // the per-operator path builds its words only then.
+  [[noreturn]] void refuse(const std::string& what) const;
 
 private:
   uint64_t generation_;

@@ -113,9 +113,7 @@ caf::behavior publisher(caf::stateful_actor<publisher_state>* self,
   try {
     st.sock = zmqs::publisher(*st.ctx, endpoint);
   } catch (const zmq::error_t& e) { // no descriptor left, most likely: the runtime fails, saying so
-    const std::string note = descriptor_note(e.num());
-    self->quit(make_error(errc::device_failed, "publisher: cannot open its socket " + endpoint + ": "
-                                                 + e.what() + (note.empty() ? "" : "; " + note)));
+    self->quit(make_error(errc::device_failed, socket_failure("publisher", endpoint, e.what(), e.num())));
     return {};
   }
   if (network) {

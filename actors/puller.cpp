@@ -144,9 +144,7 @@ caf::behavior puller(puller_actor* self, std::shared_ptr<zmq::context_t> ctx,
   try {
     st.sock = zmqs::puller(*st.ctx, endpoint);
   } catch (const zmq::error_t& e) { // no descriptor left, most likely: the runtime fails, saying so
-    const std::string note = descriptor_note(e.num());
-    self->quit(make_error(errc::device_failed, "puller: cannot open its socket " + endpoint + ": "
-                                                 + e.what() + (note.empty() ? "" : "; " + note)));
+    self->quit(make_error(errc::device_failed, socket_failure("puller", endpoint, e.what(), e.num())));
     return {};
   }
   if (network) {

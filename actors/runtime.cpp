@@ -307,7 +307,8 @@ public:
   // Blocks while the operator's device has no room (graph_option::max_in_flight_ops and the
   // bounds beside it), up to wait_timeout.
   void submit(op_request&& req) override {
-    fork_.check(to_string(req.kind));
+    if (fork_.forked()) // the words are built only then: this is on every operator's path
+      fork_.refuse(to_string(req.kind));
     const uint32_t lane = lane_of(req.where);
     if (auto why = flow_->acquire(lane, req.data.size() * sizeof(float), opt_.wait_timeout);
         !why.empty())
@@ -318,7 +319,8 @@ public:
 
   // A collective takes one credit, on its first result's device.
   void submit(collective_request&& req) override {
-    fork_.check(describe(req));
+    if (fork_.forked()) // the words are built only then: this is on every operator's path
+      fork_.refuse(describe(req));
     const uint32_t lane = lane_of(req.to.front());
     if (auto why = flow_->acquire(lane, 0, opt_.wait_timeout); !why.empty())
       throw error(describe(req) + ": " + why);
@@ -334,7 +336,8 @@ public:
 
   std::vector<float> read(operand_id id, std::size_t count) override {
     const std::string what = "to_vector of tensor #" + std::to_string(id);
-    fork_.check(what);
+    if (fork_.forked())
+      fork_.refuse(what);
     std::optional<uint64_t> fast;
     if (board_) {
       fast = read_on_board(what, id);
@@ -365,7 +368,8 @@ public:
   // gives the range back. Reads of this kind are not recorded in a trace.
   std::vector<float> read_device(operand_id id, std::size_t count) override {
     const std::string what = "to_vector of tensor #" + std::to_string(id);
-    fork_.check(what);
+    if (fork_.forked())
+      fork_.refuse(what);
     const uint64_t piece = std::max<uint64_t>(1, store_size_ / 4 / sizeof(float));
     std::vector<float> out;
     for (uint64_t first = 0; first < count; first += piece) {
@@ -386,7 +390,8 @@ public:
   }
 
   void sync() override {
-    fork_.check("sync");
+    if (fork_.forked())
+      fork_.refuse("sync");
     if (board_ && sync_on_board())
       return;
     if (board_ && stopped_)
@@ -395,7 +400,8 @@ public:
   }
 
   runtime_stats stats() {
-    fork_.check("stats");
+    if (fork_.forked())
+      fork_.refuse("stats");
     const auto [store_bytes, device_bytes, batches, operators] =
       wait<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>>("stats", stats_atom::value);
     runtime_stats out{store_bytes, device_bytes, batches, operators};

@@ -47,4 +47,11 @@ std::string descriptor_note(int err) {
          + std::to_string(u.limit) + " (RLIMIT_NOFILE): raise it (ulimit -n) or close some";
 }
 
+std::string socket_failure(const std::string& who, const std::string& endpoint,
+                           const std::string& what, int err) {
+  const std::string note = descriptor_note(err);
+  return who + ": cannot open its socket " + endpoint + ": " + what
+         + (note.empty() ? "" : "; " + note);
+}
+
 } // namespace ag

@@ -24,4 +24,9 @@ void check_descriptors(std::size_t need, const std::string& what);
 // count, and what to change; empty for any other errno.
 std::string descriptor_note(int err);
 
+// "WHO: cannot open its socket ENDPOINT: WHAT" for a socket call that failed with errno `err`, with
+// descriptor_note's words when it ran out of descriptors.
+std::string socket_failure(const std::string& who, const std::string& endpoint,
+                           const std::string& what, int err);
+
 } // namespace ag
