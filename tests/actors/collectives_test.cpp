@@ -1,39 +1,27 @@
-// Collectives end to end (include/actorgraph/collectives.hpp, actors/planner_collective.cpp):
-// all_reduce, broadcast, all_gather and reduce_scatter over sim devices and the cpu, in thread
-// mode and in process mode with real children, checked bit for bit against a host computation
-// that adds the parts in the same order; the errors thrown at the call; ordering without syncs;
-// releases; a child killed while a collective is in flight; the trace record and its replay; the
-// timeline's path notes.
+// Collectives end to end (include/actorgraph/collectives.hpp, actors/planner_collective.cpp), their
+// results: all_reduce, broadcast, all_gather and reduce_scatter over sim devices and the cpu, in
+// thread mode and in process mode with real children, checked bit for bit against a host
+// computation that adds the parts in the same order; ordering without syncs; releases; a small
+// store, several threads, an early end. Errors and faults: collectives_failures_test.cpp; the
+// trace and the timeline: collectives_trace_test.cpp.
 #include <catch2/catch.hpp>
-
-#define BOOST_BIND_GLOBAL_PLACEHOLDERS // Boost 1.74's property_tree pulls in the deprecated bind.hpp
-#include <boost/property_tree/json_parser.hpp>
-#include <boost/property_tree/ptree.hpp>
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <csignal>
-#include <functional>
 #include <cstdint>
-#include <map>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
-
 #include <actorgraph/actorgraph.hpp>
 
-#include "actors/replay.hpp"
-#include "ipc/trace.hpp"
+#include "tests/actors/collective_helpers.hpp"
 #include "tests/actors/process_helpers.hpp"
-#include "tests/actors/replay_helpers.hpp"
-#include "tests/actors/random_program.hpp"
-#include "tests/temp_files.hpp"
+#include "tests/actors/random_program.hpp" // same_bits
 
 using namespace ag::test;
+using namespace ag::test::collective;
 using namespace std::chrono_literals;
 using Catch::Contains;
 
@@ -42,66 +30,12 @@ namespace {
 using ag::device;
 using ag::shape_t;
 using ag::tensor;
-using floats = std::vector<float>;
-
-// sim:0 .. sim:(sims - 1), thread or process mode; the wait deadline is only a hang guard.
-ag::graph_option option(int sims, bool process, std::size_t store_bytes = std::size_t{1} << 20,
-                        std::chrono::milliseconds wait = 30s) {
-  ag::graph_option opt;
-  for (int i = 0; i < sims; ++i)
-    opt.devices.push_back(device::sim(i));
-  opt.per_device_per_process = process;
-  opt.store_bytes = store_bytes;
-  // Hang guards, stretched where ThreadSanitizer slows every process many times over.
-  opt.wait_timeout = wait * ag::test::tsan_slow;
-  opt.progress_timeout = std::chrono::milliseconds{10000} * ag::test::tsan_slow;
-  opt.transport = transport_under_test();
-  return opt;
-}
 
 std::vector<device> sims(int n) {
   std::vector<device> out;
   for (int i = 0; i < n; ++i)
     out.push_back(device::sim(i));
   return out;
-}
-
-// The planner's chunk (elements) for a collective of `parts` parts over a store of `store` bytes.
-int64_t chunk_of(std::size_t store, std::size_t parts) {
-  return std::max<int64_t>(1, static_cast<int64_t>(store / 4 / (parts + 1) / 4));
-}
-
-int64_t numel(const shape_t& s) {
-  int64_t n = 1;
-  for (auto d : s)
-    n *= d;
-  return n;
-}
-
-// Deterministic values of widely different magnitudes (2^-18 .. 2^16, both signs), so that adding
-// them in another order than the parts' would round differently.
-floats values(std::size_t n, uint32_t seed) {
-  floats v(n);
-  uint64_t s = (uint64_t{seed} + 1) * 0x9E3779B97F4A7C15ull;
-  for (auto& x : v) {
-    s ^= s >> 12;
-    s ^= s << 25;
-    s ^= s >> 27;
-    const uint64_t h = s * 2685821657736338717ull;
-    const int mant = static_cast<int>((h >> 40) & 0xFFFFF) - (1 << 19); // +-2^19
-    const int e = static_cast<int>((h >> 20) & 15) - 22;                // 2^-22 .. 2^-7
-    x = std::ldexp(static_cast<float>(mant), e);
-  }
-  return v;
-}
-
-// ((p0 + p1) + p2) + ... in float32, as the cpu lane adds them.
-floats host_sum(const std::vector<floats>& parts) {
-  floats acc = parts.front();
-  for (std::size_t r = 1; r < parts.size(); ++r)
-    for (std::size_t i = 0; i < acc.size(); ++i)
-      acc[i] = acc[i] + parts[r][i];
-  return acc;
 }
 
 floats host_gather(const std::vector<floats>& parts) {
@@ -122,21 +56,6 @@ floats doubled(floats v) {
   for (auto& x : v)
     x = x + x;
   return v;
-}
-
-struct group {
-  std::vector<floats> host;
-  std::vector<tensor> parts;
-};
-
-group make_group(ag::runtime& rt, const std::vector<device>& places, const shape_t& shape,
-                 uint32_t seed) {
-  group g;
-  for (std::size_t i = 0; i < places.size(); ++i) {
-    g.host.push_back(values(static_cast<std::size_t>(numel(shape)), seed * 131 + uint32_t(i)));
-    g.parts.push_back(rt.from_vector(shape, g.host.back(), places[i]));
-  }
-  return g;
 }
 
 std::string describe(const std::vector<device>& places, const shape_t& shape) {
@@ -253,21 +172,6 @@ void run_matrix(bool process, int w, bool many) {
   }
   CHECK(runner_children().empty());
   CHECK(my_shm().empty());
-}
-
-// What an ag::error says, or "" when f does not throw one.
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const ag::error& e) {
-    return e.what();
-  }
-  return {};
-}
-
-ag::replay_report replay_trace(const ag::trace::file& t, bool process) {
-  return ag::test::replay_file(t, process);
 }
 
 } // namespace
@@ -436,153 +340,6 @@ TEST_CASE("broadcast copies a tensor from a device or the cpu to every other pla
     CHECK(my_shm().empty());
   }
 }
-
-// -- errors at the call ---------------------------------------------------------------------
-
-TEST_CASE("a malformed group throws at the call naming what was wrong",
-          "[collectives]") {
-  ag::runtime rt{option(3, false)};
-  const auto a = rt.full({4}, 1.0f, device::sim(0));
-  const auto b = rt.full({4}, 2.0f, device::sim(1));
-  const auto b5 = rt.full({5}, 2.0f, device::sim(1));
-  const auto c = rt.full({4}, 3.0f, device::sim(0));
-  const auto h = rt.full({4}, 4.0f, device::cpu());
-  const auto scalar0 = a.sum();
-  const auto scalar1 = b.sum();
-  const auto odd0 = rt.full({7}, 1.0f, device::sim(0));
-  const auto odd1 = rt.full({7}, 1.0f, device::sim(1));
-  const auto m0 = rt.full({7, 3}, 1.0f, device::sim(0));
-  const auto m1 = rt.full({7, 3}, 1.0f, device::sim(1));
-  const auto m2 = rt.full({7, 3}, 1.0f, device::sim(2));
-  const auto t3 = rt.full({3, 2}, 1.0f, device::sim(0));
-  const auto t2 = rt.full({2, 3}, 1.0f, device::sim(1));
-  rt.sync();
-
-  SECTION("no parts") {
-    CHECK_THROWS_WITH(ag::all_reduce({}),
-                      Contains("all_reduce: no parts (one tensor per device is needed)"));
-    CHECK_THROWS_WITH(ag::all_gather({}), Contains("all_gather: no parts"));
-    CHECK_THROWS_WITH(ag::reduce_scatter({}), Contains("reduce_scatter: no parts"));
-  }
-  SECTION("shapes that differ") {
-    CHECK_THROWS_WITH(ag::all_reduce({a, b5}),
-                      Contains("all_reduce: shape mismatch: part 0 (float32[4] on sim:0), "
-                               "part 1 (float32[5] on sim:1)"));
-    CHECK_THROWS_WITH(ag::all_gather({a, h, b5}),
-                      Contains("all_gather: shape mismatch: part 0 (float32[4] on sim:0), "
-                               "part 2 (float32[5] on sim:1)"));
-    // The same element count is not the same shape.
-    CHECK_THROWS_WITH(ag::reduce_scatter({t3, t2}),
-                      Contains("reduce_scatter: shape mismatch: part 0 (float32[3,2] on sim:0), "
-                               "part 1 (float32[2,3] on sim:1)"));
-  }
-  SECTION("two parts on one device") {
-    CHECK_THROWS_WITH(ag::all_reduce({a, b, c}),
-                      Contains("all_reduce: device mismatch: part 0 (float32[4] on sim:0) and "
-                               "part 2 (float32[4] on sim:0) are on the same device; one part "
-                               "per device"));
-    CHECK_THROWS_WITH(ag::all_gather({h, a, h}),
-                      Contains("all_gather: device mismatch: part 0 (float32[4] on cpu) and "
-                               "part 2 (float32[4] on cpu)"));
-    CHECK_THROWS_WITH(ag::reduce_scatter({a, a}), Contains("are on the same device"));
-  }
-  SECTION("parts without a dimension to cut or join") {
-    CHECK_THROWS_WITH(ag::all_gather({scalar0, scalar1}),
-                      Contains("all_gather: parts must have at least one dimension, got "
-                               "float32[] on sim:0"));
-    CHECK_THROWS_WITH(ag::reduce_scatter({scalar0, scalar1}),
-                      Contains("reduce_scatter: parts must have at least one dimension"));
-    // all_reduce takes them: a scalar sum.
-    const auto r = ag::all_reduce({scalar0, scalar1});
-    CHECK(r[0].shape().empty());
-    CHECK(r[1].to_vector() == floats{4.0f + 8.0f});
-  }
-  SECTION("dim 0 not divisible by the parts") {
-    CHECK_THROWS_WITH(ag::reduce_scatter({odd0, odd1}),
-                      Contains("reduce_scatter: dim 0 of float32[7] on sim:0 (7) is not "
-                               "divisible by the 2 parts"));
-    CHECK_THROWS_WITH(ag::reduce_scatter({m0, m1, m2}),
-                      Contains("reduce_scatter: dim 0 of float32[7,3] on sim:0 (7) is not "
-                               "divisible by the 3 parts"));
-    // all_gather takes any dim 0.
-    CHECK(ag::all_gather({m0, m1, m2})[2].shape() == shape_t{21, 3});
-  }
-  SECTION("broadcast to no device or an unknown one or one twice") {
-    CHECK_THROWS_WITH(ag::broadcast(a, {}),
-                      Contains("broadcast: no devices to broadcast float32[4] on sim:0 to"));
-    CHECK_THROWS_WITH(ag::broadcast(a, {device::sim(1), device::sim(5)}),
-                      Contains("broadcast: sim:5 is not a device of this runtime (broadcasting "
-                               "float32[4] on sim:0)"));
-    CHECK_THROWS_WITH(ag::broadcast(h, {device::cuda(0)}),
-                      Contains("broadcast: cuda:0 is not a device of this runtime"));
-    CHECK_THROWS_WITH(ag::broadcast(a, {device::sim(1), device::sim(1)}),
-                      Contains("broadcast: sim:1 is named twice (to[0] and to[1])"));
-    CHECK_THROWS_WITH(ag::broadcast(a, {device::cpu(), device::sim(2), device::sim(0),
-                                        device::cpu()}),
-                      Contains("broadcast: cpu is named twice (to[0] and to[3])"));
-    // The source's own device named twice is refused too.
-    CHECK_THROWS_WITH(ag::broadcast(a, {device::sim(0), device::sim(0)}),
-                      Contains("broadcast: sim:0 is named twice (to[0] and to[1])"));
-  }
-  SECTION("an undefined tensor") {
-    CHECK_THROWS_WITH(ag::all_reduce({a, tensor{}}),
-                      Contains("all_reduce: undefined tensor (default-constructed handle)"));
-    CHECK_THROWS_WITH(ag::all_gather({tensor{}, a}),
-                      Contains("all_gather: undefined tensor (default-constructed handle)"));
-    CHECK_THROWS_WITH(ag::reduce_scatter({tensor{}}),
-                      Contains("reduce_scatter: undefined tensor (default-constructed handle)"));
-    CHECK_THROWS_WITH(ag::broadcast(tensor{}, {device::sim(0)}),
-                      Contains("broadcast: undefined tensor (default-constructed handle)"));
-  }
-  SECTION("parts of two runtimes or of a runtime that is gone") {
-    tensor gone;
-    {
-      ag::runtime other{option(3, false)};
-      const auto x = other.full({4}, 1.0f, device::sim(1));
-      CHECK_THROWS_WITH(ag::all_reduce({a, x}),
-                        Contains("all_reduce: runtime mismatch: part 0 (float32[4] on sim:0), "
-                                 "part 1 (float32[4] on sim:1)"));
-      gone = other.full({4}, 1.0f, device::sim(2));
-      other.sync();
-    }
-    CHECK_THROWS_WITH(ag::all_reduce({gone}), Contains("all_reduce:") && Contains("outlived its runtime"));
-    CHECK_THROWS_WITH(ag::broadcast(gone, {device::sim(0)}),
-                      Contains("broadcast:") && Contains("outlived its runtime"));
-  }
-
-  // The runtime goes on after the calls that threw.
-  CHECK(error_of([&] { rt.sync(); }).empty());
-  CHECK(rt.stats().in_flight_ops == 0);
-  CHECK(ag::all_reduce({a, b, h})[2].to_vector() == floats(4, 7.0f));
-}
-
-TEST_CASE("a call that throws submits nothing", "[collectives]") {
-  ag::runtime rt{option(2, false)};
-  const auto a = rt.full({4}, 1.0f, device::sim(0));
-  const auto b5 = rt.full({5}, 1.0f, device::sim(1));
-  const auto odd0 = rt.full({7}, 1.0f, device::sim(0));
-  const auto odd1 = rt.full({7}, 1.0f, device::sim(1));
-  const auto s0 = a.sum();
-  const auto s1 = b5.sum();
-  rt.sync();
-  const auto before = rt.stats();
-  CHECK_FALSE(error_of([&] { ag::all_reduce({a, b5}); }).empty());
-  CHECK_FALSE(error_of([&] { ag::all_reduce({a, a}); }).empty());
-  CHECK_FALSE(error_of([&] { ag::all_gather({s0, s1}); }).empty());
-  CHECK_FALSE(error_of([&] { ag::reduce_scatter({odd0, odd1}); }).empty());
-  CHECK_FALSE(error_of([&] { ag::broadcast(a, {}); }).empty());
-  CHECK_FALSE(error_of([&] { ag::broadcast(a, {device::sim(7)}); }).empty());
-  CHECK_FALSE(error_of([&] { ag::broadcast(a, {device::sim(1), device::sim(1)}); }).empty());
-  CHECK_FALSE(error_of([&] { ag::all_reduce({a, tensor{}}); }).empty());
-  rt.sync();
-  const auto after = rt.stats();
-  CHECK(after.operators == before.operators);
-  CHECK(after.batches == before.batches);
-  CHECK(after.store_live_bytes == before.store_live_bytes);
-  CHECK(after.in_flight_ops == 0);
-  CHECK(ag::all_reduce({odd0, odd1})[0].to_vector() == floats(7, 2.0f));
-}
-
 // -- ordering without syncs -------------------------------------------------------------------
 
 TEST_CASE("a collective orders after the operators that made its parts and before those that "
@@ -859,351 +616,4 @@ TEST_CASE("a runtime destroyed with collectives in flight ends in order and leav
     CHECK(runner_children().empty());
     CHECK(my_shm().empty());
   }
-}
-
-// -- faults ------------------------------------------------------------------------------------
-
-TEST_CASE("a child killed while a large collective is in flight fails every result naming its "
-          "device and no participant waits for it",
-          "[collectives][faults]") {
-  {
-    // A hang would pass the 2 s deadline and fail the checks below (they want the signal).
-    ag::runtime rt{option(3, true, std::size_t{4} << 20, 2000ms)};
-    const int64_t n = (int64_t{1} << 22) / int64_t(tsan_shrink); // 64 chunks of 65536 elements
-    std::vector<tensor> parts;
-    for (int i = 0; i < 3; ++i)
-      parts.push_back(rt.full({n}, float(i + 1), device::sim(i)));
-    const auto small = rt.full({8}, 5.0f, device::sim(0));
-    const auto host = rt.full({8}, 6.0f, device::cpu());
-    rt.sync();
-    const pid_t child = runner_of_lane(2); // sim:1
-    REQUIRE(child > 0);
-    const auto r = ag::all_reduce(parts);
-    const auto g = ag::broadcast(parts[1], {device::sim(0), device::cpu(), device::sim(2)});
-    ::kill(child, SIGKILL);
-    for (const auto& results : {r, g})
-      for (std::size_t i = 0; i < results.size(); ++i) {
-        INFO("result " << i << " on " << results[i].device().str());
-        CHECK_THROWS_WITH(results[i].to_vector(), Contains("sim:1") && Contains("signal 9"));
-      }
-    CHECK_THROWS_WITH(rt.sync(), Contains("sim:1"));
-    // Healthy devices go on: operators, and a collective among them.
-    CHECK((small + small).to_vector() == floats(8, 10.0f));
-    const auto healthy = ag::all_reduce({small, host, rt.full({8}, 7.0f, device::sim(2))});
-    for (const auto& t : healthy)
-      CHECK(t.to_vector() == floats(8, 18.0f));
-    CHECK_THROWS_WITH(rt.full({1}, 1.0f, device::sim(1)).to_vector(), Contains("sim:1"));
-  }
-  CHECK(runner_children().empty());
-  CHECK(my_shm().empty());
-}
-
-TEST_CASE("a child killed at any moment of a collective leaves each result either whole and "
-          "right or an error naming the dead device",
-          "[collectives][faults]") {
-  const int64_t n = (int64_t{1} << 21) / int64_t(tsan_shrink);
-  for (int round = 0; round < 6; ++round) {
-    const int victim = round % 3; // sim:victim, lane victim + 1
-    const auto delay = std::chrono::milliseconds{(round / 3) * 7};
-    INFO("round " << round << ": sim:" << victim << " killed after " << delay.count() << " ms");
-    {
-      ag::runtime rt{option(3, true, std::size_t{4} << 20, 2000ms)};
-      std::vector<tensor> parts;
-      for (int i = 0; i < 3; ++i)
-        parts.push_back(rt.full({n}, float(i + 1), device::sim(i)));
-      rt.sync();
-      const pid_t child = runner_of_lane(victim + 1);
-      REQUIRE(child > 0);
-      const auto reduced = ag::all_reduce(parts);
-      const auto copies = ag::broadcast(parts[2], {device::cpu(), device::sim(0), device::sim(1)});
-      const auto gathered = ag::all_gather({parts[0], parts[1]});
-      std::this_thread::sleep_for(delay);
-      ::kill(child, SIGKILL);
-      const std::string dead = "sim:" + std::to_string(victim);
-      auto either = [&](const tensor& t, float value, std::size_t elems) {
-        INFO("a result on " << t.device().str());
-        try {
-          const auto v = t.to_vector();
-          CHECK(t.device().str() != dead); // what lives on the dead device cannot be read
-          CHECK(v == floats(elems, value));
-        } catch (const ag::error& e) {
-          CHECK_THAT(e.what(), Contains(dead) && Contains("signal 9"));
-        }
-      };
-      for (const auto& t : reduced)
-        either(t, 6.0f, std::size_t(n));
-      for (const auto& t : copies)
-        either(t, 3.0f, std::size_t(n));
-      floats cat(std::size_t(n), 1.0f);
-      cat.insert(cat.end(), std::size_t(n), 2.0f);
-      for (const auto& t : gathered) {
-        INFO("a result on " << t.device().str());
-        try {
-          const auto v = t.to_vector();
-          CHECK(t.device().str() != dead);
-          CHECK(v == cat);
-        } catch (const ag::error& e) {
-          CHECK_THAT(e.what(), Contains(dead) && Contains("signal 9"));
-        }
-      }
-      CHECK_THROWS_WITH(rt.sync(), Contains(dead));
-      // The others go on.
-      const int a = (victim + 1) % 3, b = (victim + 2) % 3;
-      const auto healthy = ag::all_reduce({rt.full({5}, 1.0f, device::sim(a)),
-                                           rt.full({5}, 2.0f, device::sim(b)),
-                                           rt.full({5}, 4.0f, device::cpu())});
-      for (const auto& t : healthy)
-        CHECK(t.to_vector() == floats(5, 7.0f));
-    }
-    REQUIRE(runner_children().empty());
-    REQUIRE(my_shm().empty());
-  }
-}
-
-// Every result of each collective, and what is computed from it, throws naming `dead`.
-void check_all_fail(const std::vector<std::vector<tensor>>& collectives, const std::string& dead) {
-  for (std::size_t c = 0; c < collectives.size(); ++c)
-    for (std::size_t i = 0; i < collectives[c].size(); ++i) {
-      const auto& t = collectives[c][i];
-      INFO("collective " << c << ", result " << i << " on " << t.device().str());
-      CHECK_THROWS_WITH(t.to_vector(), Contains(dead));
-      CHECK_THROWS_WITH((t + t).to_vector(), Contains(dead));
-    }
-}
-
-TEST_CASE("a collective whose input was computed on a child killed before the call fails every "
-          "result naming that device",
-          "[collectives][faults]") {
-  {
-    ag::runtime rt{option(3, true, std::size_t{1} << 20, 2000ms)};
-    const auto x0 = rt.full({1000}, 1.0f, device::sim(0));
-    const auto x1 = rt.full({1000}, 2.0f, device::sim(1));
-    const auto x2 = rt.full({1000}, 3.0f, device::sim(2));
-    const auto xc = rt.full({1000}, 4.0f, device::cpu());
-    rt.sync();
-    const pid_t child = runner_of_lane(2); // sim:1
-    REQUIRE(child > 0);
-    ::kill(child, SIGKILL);
-    REQUIRE(within(5000ms, [&] { return exited(child); }));
-    // Until the runtime has seen the death (a read on sim:1 fails naming the signal).
-    REQUIRE(within(5000ms, [&] {
-      return Contains("signal 9").match(error_of([&] { rt.full({1}, 0.0f, device::sim(1)).to_vector(); }));
-    }));
-    const auto y1 = x1 * x1; // on the dead device
-    check_all_fail({ag::all_reduce({x0, y1, x2, xc}), ag::all_gather({xc, x0, y1}),
-                    ag::reduce_scatter({y1, x2}), ag::broadcast(y1, {device::sim(0), device::cpu()})},
-                   "sim:1");
-    CHECK_THROWS_WITH(rt.sync(), Contains("sim:1"));
-    const auto ok = ag::all_gather({x2, xc, x0});
-    floats ref(1000, 3.0f);
-    ref.insert(ref.end(), 1000, 4.0f);
-    ref.insert(ref.end(), 1000, 1.0f);
-    for (const auto& t : ok)
-      CHECK(t.to_vector() == ref);
-  }
-  CHECK(runner_children().empty());
-  CHECK(my_shm().empty());
-}
-
-TEST_CASE("a collective placed before its input's child is killed fails every result naming "
-          "that device",
-          "[collectives][faults]") {
-  {
-    ag::runtime rt{option(3, true, std::size_t{1} << 20, 2000ms)};
-    const auto x0 = rt.full({1000}, 1.0f, device::sim(0));
-    const auto x1 = rt.full({1000}, 2.0f, device::sim(1));
-    const auto x2 = rt.full({1000}, 3.0f, device::sim(2));
-    const auto xc = rt.full({1000}, 4.0f, device::cpu());
-    rt.sync();
-    const pid_t child = runner_of_lane(2); // sim:1
-    REQUIRE(child > 0);
-    // Stopped: its lane looks alive, so each collective below is placed whole (one chunk), and
-    // its staging copy of y1 waits on sim:1.
-    REQUIRE(stop_process(child));
-    const auto y1 = x1 * x1;
-    std::vector<std::vector<tensor>> collectives{
-      ag::all_reduce({x0, y1, xc}), ag::all_gather({xc, y1, x0}), ag::reduce_scatter({y1, x0}),
-      ag::broadcast(y1, {device::sim(0), device::cpu()})};
-    // sim:2 takes no part: once it answers, the executor has placed every collective above.
-    CHECK((x2 + x2).to_vector() == floats(1000, 6.0f));
-    ::kill(child, SIGKILL);
-    check_all_fail(collectives, "sim:1");
-    CHECK_THROWS_WITH(rt.sync(), Contains("sim:1"));
-    const auto ok = ag::all_reduce({x2, xc, x0});
-    for (const auto& t : ok)
-      CHECK(t.to_vector() == floats(1000, 8.0f));
-  }
-  CHECK(runner_children().empty());
-  CHECK(my_shm().empty());
-}
-
-// -- a cpu result without store room -----------------------------------------------------------
-
-TEST_CASE("a collective whose cpu result finds no store room fails with store full and leaves "
-          "every other tensor intact",
-          "[collectives]") {
-  // 1 MiB store, 4 parts: the all_gather's cpu result (4 x 52428 floats, 819 KiB) cannot have a
-  // range while the cpu part and the all_reduce's cpu result (205 KiB each) are held, and no
-  // acknowledgement can free one: it fails at once with store full.
-  const std::size_t store = std::size_t{1} << 20;
-  const std::vector<device> places{device::sim(2), device::cpu(), device::sim(0), device::sim(1)};
-  const int64_t n = 4 * chunk_of(store, places.size());
-  for (const bool process : {false, true}) {
-    INFO((process ? "process mode" : "thread mode"));
-    {
-      ag::runtime rt{option(3, process, store)};
-      const auto g = make_group(rt, places, {n}, 300);
-      const auto sum = host_sum(g.host);
-      const auto reduced = ag::all_reduce(g.parts);
-      const auto gathered = ag::all_gather(g.parts);
-      for (std::size_t i = 0; i < gathered.size(); ++i) {
-        INFO("all_gather result " << i);
-        CHECK_THROWS_WITH(gathered[i].to_vector(), Contains("store full") && Contains("all_gather"));
-      }
-      // What the store held before is as it was.
-      CHECK(same_bits(g.parts[1].to_vector(), g.host[1]));
-      for (std::size_t i = 0; i < reduced.size(); ++i) {
-        INFO("all_reduce result " << i << " on " << reduced[i].device().str());
-        CHECK(same_bits(reduced[i].to_vector(), sum));
-      }
-      CHECK_THROWS_WITH(rt.sync(), Contains("store full"));
-      // Later collectives still work.
-      const auto again = ag::all_reduce(g.parts);
-      for (const auto& t : again)
-        CHECK(same_bits(t.to_vector(), sum));
-    }
-    CHECK(runner_children().empty());
-    CHECK(my_shm().empty());
-  }
-}
-
-// -- the trace and its replay --------------------------------------------------------------
-
-TEST_CASE("a trace records each collective with its kind and group and replays to the same "
-          "values in both modes",
-          "[collectives]") {
-  temp_dir dir{"collectives-trace"};
-  for (const bool recorded_process : {false, true}) {
-    INFO((recorded_process ? "recorded in process mode" : "recorded in thread mode"));
-    const auto path = dir.file(recorded_process ? "process.trace" : "thread.trace");
-    const int64_t n = chunk_of(std::size_t{1} << 20, 4) + 5;
-    {
-      auto opt = option(3, recorded_process);
-      opt.trace_path = path;
-      ag::runtime rt{opt};
-      std::vector<tensor> parts;
-      for (int i = 0; i < 3; ++i)
-        parts.push_back(rt.from_vector({n}, values(std::size_t(n), 200 + uint32_t(i)),
-                                       device::sim(i)));
-      const auto h = rt.from_vector({n}, values(std::size_t(n), 210), device::cpu());
-      const auto r = ag::all_reduce({parts[0], parts[1], parts[2], h});
-      const auto b = ag::broadcast(parts[1], {device::cpu(), device::sim(1), device::sim(2)});
-      const auto g = ag::all_gather({h, parts[2]});
-      const auto s = ag::reduce_scatter({parts[0] + r[0], parts[1]});
-      // Reads of cpu results are recorded for the replay to compare.
-      (void)r[3].to_vector();
-      (void)b[0].to_vector();
-      (void)g[0].to_vector();
-      (void)s[1].to_vector();
-      rt.sync();
-    }
-    const auto t = ag::trace::read_file(path);
-    std::vector<ag::collective_request> recorded;
-    for (const auto& rec : t.records)
-      if (rec.type() == ag::trace::record_type::collective)
-        recorded.push_back(std::get<ag::trace::collective_rec>(rec.body).c);
-    REQUIRE(recorded.size() == 4);
-    const auto& ar = recorded[0];
-    CHECK(ar.kind == ag::collective_kind::all_reduce);
-    CHECK(ar.parts.size() == 4);
-    CHECK(ar.outs.size() == 4);
-    CHECK(ar.count == uint64_t(n));
-    CHECK(ar.from == std::vector<device>{device::sim(0), device::sim(1), device::sim(2),
-                                          device::cpu()});
-    CHECK(ar.to == ar.from);
-    const auto& bc = recorded[1];
-    CHECK(bc.kind == ag::collective_kind::broadcast);
-    CHECK(bc.parts.size() == 1);
-    CHECK(bc.outs.size() == 2); // sim:1 is the source itself
-    CHECK(bc.to == std::vector<device>{device::cpu(), device::sim(2)});
-    const auto& ag_ = recorded[2];
-    CHECK(ag_.kind == ag::collective_kind::all_gather);
-    CHECK(ag_.parts.size() == 2);
-    CHECK(ag_.outs.size() == 2);
-    CHECK(ag_.out_count() == 2 * uint64_t(n));
-    const auto& rs = recorded[3];
-    CHECK(rs.kind == ag::collective_kind::reduce_scatter);
-    CHECK(rs.parts.size() == 2);
-    CHECK(rs.outs.size() == 2);
-    CHECK(rs.from == std::vector<device>{device::sim(0), device::sim(1)});
-    for (const bool replay_process : {false, true}) {
-      INFO((replay_process ? "replayed in process mode" : "replayed in thread mode"));
-      const auto report = replay_trace(t, replay_process);
-      INFO(report.divergence);
-      CHECK(report.matched);
-      CHECK(report.collectives == recorded.size());
-      CHECK(report.reads >= 4);
-    }
-  }
-  CHECK(runner_children().empty());
-  CHECK(my_shm().empty());
-}
-
-// -- the timeline ----------------------------------------------------------------------------
-
-TEST_CASE("the timeline notes that collectives and device moves take the store and why",
-          "[collectives]") {
-  namespace pt = boost::property_tree;
-  temp_dir dir{"collectives-timeline"};
-  for (const bool process : {false, true}) {
-    INFO((process ? "process mode" : "thread mode"));
-    const auto path = dir.file(process ? "process.json" : "thread.json");
-    {
-      auto opt = option(2, process);
-      opt.timeline_path = path;
-      ag::runtime rt{opt};
-      const auto a = rt.full({100}, 1.0f, device::sim(0));
-      const auto b = rt.full({100}, 2.0f, device::sim(1));
-      const auto h = rt.full({100}, 3.0f, device::cpu());
-      CHECK(ag::all_reduce({a, b})[1].to_vector() == floats(100, 3.0f));
-      CHECK(ag::all_gather({a, b})[0].numel() == 200);
-      CHECK(ag::reduce_scatter({a, b})[0].shape() == shape_t{50});
-      CHECK(ag::broadcast(h, {device::sim(0), device::sim(1)})[0].to_vector() == floats(100, 3.0f));
-      CHECK(a.to(device::sim(1)).to_vector() == floats(100, 1.0f));
-      rt.sync();
-    }
-    pt::ptree root;
-    pt::read_json(path, root);
-    std::map<std::string, std::vector<std::pair<std::string, std::string>>> notes; // name -> (path, why)
-    for (const auto& [_, ev] : root.get_child("traceEvents")) {
-      const auto args = ev.get_child_optional("args");
-      if (!args || !args->get_optional<std::string>("path"))
-        continue;
-      notes[ev.get<std::string>("name")].emplace_back(args->get<std::string>("path"),
-                                                      args->get<std::string>("why", ""));
-    }
-    // Each transfer went through the store, and the note says why not directly, naming the
-    // device that has no direct path ("sim:0 is not a CUDA device"; the first of the devices
-    // named, sim:0 here, or the cpu where it takes part).
-    std::string all;
-    for (const auto& [name, list] : notes)
-      for (const auto& [path, why] : list)
-        all += name + ": " + path + " (" + why + ")\n";
-    INFO("the notes:\n" << all);
-    auto has = [&](const std::string& name, const std::string& names) {
-      const auto it = notes.find(name);
-      if (it == notes.end())
-        return false;
-      for (const auto& [path, why] : it->second)
-        if (path == "store" && why.find(names) != std::string::npos)
-          return true;
-      return false;
-    };
-    CHECK(has("all_reduce", "sim:0"));
-    CHECK(has("all_gather", "sim:0"));
-    CHECK(has("reduce_scatter", "sim:0"));
-    CHECK(has("broadcast", "cpu"));
-    CHECK(has("to", "sim:0"));
-  }
-  CHECK(my_shm().empty());
 }
