@@ -1,10 +1,13 @@
 #include "actors/batch_runner.hpp"
 
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <utility>
 
 #include <unistd.h>
 
+#include "actorgraph/error.hpp"
 #include "actors/store_fence.hpp"
 #include "cuda/kernel_stream.hpp"
 #include "cuda/naive_runner.hpp"
@@ -88,8 +91,11 @@ batch_runner::batch_runner(batch_runner_setup setup, runner_answers& out)
   stream_ = make_stream(setup_.dev);
   if (setup_.pin_store)
     stream_->register_host(setup_.store_base, setup_.store_size);
+  auto exports = setup_.exports;
+  if (setup_.board) // another lane's await may wait for what this one ran
+    exports.before_sleep = [this] { publish_before(running_index_, running_launched_); };
   runner_ = std::make_unique<naive_runner>(*stream_, setup_.store_base, setup_.store_size,
-                                           setup_.lane, setup_.peers.get(), setup_.exports);
+                                           setup_.lane, setup_.peers.get(), std::move(exports));
 }
 
 batch_runner::~batch_runner() = default;
@@ -147,13 +153,20 @@ std::pair<uint64_t, std::string> batch_runner::run_batch(const batch& b) {
   };
   release_through(0); // operands no operator of this batch uses
   std::pair<uint64_t, std::string> failure{0, {}};
+  bool launched = false; // operators of this batch launched on the stream
   for (std::size_t i = 0; i < b.ops.size() && !failed_ && failure.first == 0; ++i) {
     const uint64_t index = b.ops_before + i + 1;
     try {
       timeline::scoped_span op_span{setup_.timeline.get(), pid_, track(), {}, "op"};
-      {
+      if (b.ops[i].kind == op_kind::await) {
+        await_lane(b.ops[i], index, launched);
+        launched = false;
+      } else {
         const running_mark mark{setup_.board, setup_.lane, index};
+        running_index_ = index;
+        running_launched_ = launched;
         runner_->run(b.ops[i]);
+        launched = true;
       }
       if (op_span) {
         op_span.rename(describe(b.ops[i]));
@@ -166,6 +179,68 @@ std::pair<uint64_t, std::string> batch_runner::run_batch(const batch& b) {
   }
   release_through(b.ops.size());
   return failure;
+}
+
+// Operator `index` is an await: the operators before it are published on the board (another
+// lane may be waiting for them), then the runner waits there until lane op.k acknowledged its
+// operator op.m. A lane that failed, or the runtime's end, ends the wait too: what follows then
+// reads what that lane never wrote, and the controller taints it. Each stretch of wait_timeout in
+// which the awaited lane shows no sign of progress (no operator acknowledged or started, no
+// heartbeat) fails the await.
+void batch_runner::await_lane(const op_desc& op, uint64_t index, bool launched) {
+  auto* board = setup_.board;
+  if (!board)
+    throw error(describe(op) + ": no completion board to wait on (the shared-memory path sends "
+                               "awaits; a replay elsewhere cannot run them)");
+  if (op.k == setup_.lane || op.k >= board->lanes())
+    throw error(describe(op) + ": lane " + std::to_string(op.k) + " is not another lane of the "
+                + std::to_string(board->lanes()) + " on the board");
+  publish_before(index, launched);
+  const running_mark mark{board, setup_.lane, index};
+  using clock = std::chrono::steady_clock;
+  const auto timeout = setup_.exports.timeout;
+  auto deadline_from = [&](clock::time_point t) {
+    return timeout == std::chrono::milliseconds::max() || timeout > clock::time_point::max() - t
+             ? clock::time_point::max()
+             : t + timeout;
+  };
+  auto signs = [&] { return std::array{board->ops(op.k), board->running_at(op.k), board->beats(op.k)}; };
+  auto seen = signs();
+  for (auto deadline = deadline_from(clock::now());;) {
+    const auto outcome = board->await_op(op.k, op.m, deadline, {setup_.exports.spin});
+    if (outcome != completion_board::await_outcome::timed_out)
+      break;
+    if (const auto now = signs(); now != seen) {
+      seen = now;
+      deadline = deadline_from(clock::now());
+      continue;
+    }
+    throw error(describe(op) + ": that lane showed no progress for "
+                + std::to_string(timeout.count()) + " ms (graph_option::wait_timeout)");
+  }
+  store_fence::acquire(); // what the awaited lane wrote before it counted its operator
+}
+
+// Confirms every batch before this one and publishes on the board that the operators of this
+// batch before `index` ran (synchronizing the stream first when some were launched). Before the
+// runner blocks inside operator `index` (an await, a read of an export not yet written): another
+// lane may be waiting for those operators.
+void batch_runner::publish_before(uint64_t index, bool launched) {
+  if (launched)
+    launched_ = true;
+  if (!pending_.empty()) {
+    acknowledge(pending_.size()); // synchronizes, this batch's launches included
+  } else if (launched_) {
+    launched_ = false;
+    const running_mark mark{setup_.board, setup_.lane, index - 1};
+    stream_->synchronize(); // throws: the await fails, as the operator that was launched last
+    store_fence::release();
+  }
+  if (failed_)
+    return;
+  setup_.board->completed(setup_.lane, index - 1, entries_);
+  setup_.board->notify();
+  setup_.board->running(setup_.lane, index); // still inside it
 }
 
 void batch_runner::execute(const batch& b, bool more_waiting) {

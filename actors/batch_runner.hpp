@@ -1,7 +1,8 @@
 // batch_runner: what a device's runner does, without actors (the stream actor in thread mode and
 // in a child on the socket path, the ring reader of a child on the shared-memory path). Runs each
 // batch in order on its kernel stream, releases the batch's no-hold operands after their last
-// users, and confirms the batches launched since the last synchronize: it synchronizes the stream
+// users, waits at each await operator for another lane's count on the board (having published its
+// own progress first), and confirms the batches launched since the last synchronize: it synchronizes the stream
 // and acknowledges each, with the device bytes live after it, to its answers and, when it has
 // one, on the completion board (marking its lane failed there before it publishes what followed a
 // failure; showing there which operator or synchronize it is inside). Its owner calls confirm() once no further batch waits; it confirms by itself after a
@@ -70,6 +71,8 @@ private:
     uint64_t live;
   };
   std::pair<uint64_t, std::string> run_batch(const batch& b);
+  void await_lane(const op_desc& op, uint64_t index, bool launched);
+  void publish_before(uint64_t index, bool launched);
   void acknowledge(std::size_t count, bool always = false);
   void fail(uint64_t index, const std::string& what);
   int track() const noexcept { return static_cast<int>(setup_.lane) + 1; }
@@ -83,6 +86,9 @@ private:
   int pid_ = 0;
   std::vector<pending_ack> pending_;
   uint64_t entries_ = 0; // entries (operators and releases) of every batch run
+  // The operator being run, and whether operators of its batch were launched before it.
+  uint64_t running_index_ = 0;
+  bool running_launched_ = false;
   uint64_t ops_unconfirmed_ = 0;
   uint64_t host_bytes_unconfirmed_ = 0; // copied from or to the store since the last confirm
   uint64_t host_bytes_budget_ = 0;

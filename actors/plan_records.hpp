@@ -35,6 +35,10 @@ struct entry {
   std::vector<operand_id> sources;
   // And the lanes they lie on (known after a source is released, while the entry still waits).
   std::vector<uint32_t> source_lanes;
+  // Operators of other local lanes it comes after, kept by the await operators queued before it
+  // on its own lane (the runner waits for them on the completion board): a failure of one of
+  // those lanes before it ran them taints what this entry writes, sent or not.
+  std::vector<dependency> awaited;
 };
 
 // The credit of one submitted operator, given back once operator `index` of the lane that holds
@@ -55,6 +59,9 @@ struct plan_lane {
   uint64_t sent = 0;   // operators sent to the runner
   uint64_t done = 0;   // operators the runner acknowledged
   std::deque<entry> queue;
+  // Entries sent from the first await whose operator its lane has not acknowledged on: what a
+  // failure of the awaited lane taints, though already sent (planner::settle_awaits).
+  std::deque<entry> unsettled;
   // Entries (operators and releases) queued, sent and acknowledged: sync() waits for releases too,
   // so that what a runner holds is exact once it returns.
   uint64_t entries = 0;

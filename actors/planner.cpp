@@ -170,6 +170,7 @@ void planner::done(uint32_t l, uint64_t ops_done, uint64_t device_live) {
   }
   progressed(l);
   retire(l);
+  settle_awaits();
   dispatch();
   collect();
 }
@@ -231,8 +232,10 @@ void planner::start_deadline(std::chrono::milliseconds start_timeout) {
 void planner::stop() {
   stopping_ = true;
   mark_exports_gone(std::nullopt); // a read still waiting for an export stops waiting
-  if (board_) // a user's thread waiting on the board asks, and hears the runtime is gone
+  if (board_) { // a user's thread waiting on the board asks, and hears the runtime is gone
     board_->fault();
+    board_->stop(); // and a runner's await ends
+  }
   record_live();
   answer_all_waits();
 }
@@ -287,12 +290,55 @@ uint64_t planner::enqueue(uint32_t l, const op_desc& op, std::initializer_list<d
   // lane itself wrote there only once that was acknowledged (Data-out comes before Done): such a
   // read waits for its own lane's writer too.
   const bool store_read_on_node = !ln.dev.local() && (op.a.on_host() || op.b.on_host());
-  for (const auto& d : deps)
-    if ((d.lane != l || store_read_on_node) && d.index > 0)
+  for (const auto& d : deps) {
+    if ((d.lane == l && !store_read_on_node) || d.index == 0)
+      continue;
+    if (d.sent || !board_orders(d.lane, l)) {
       e.deps.push_back(d);
+      continue;
+    }
+    auto same = std::find_if(e.awaited.begin(), e.awaited.end(),
+                             [&](const dependency& a) { return a.lane == d.lane; });
+    if (same == e.awaited.end())
+      e.awaited.push_back(d);
+    else
+      same->index = std::max(same->index, d.index);
+  }
+  // On the board the runner itself waits for the other lane's operator: the entry goes out with
+  // the await before it as soon as that operator is sent, not once it is acknowledged.
+  for (const auto& d : e.awaited) {
+    entry w;
+    w.op = op_desc{op_kind::await, {}, {}, {}, 0, d.index, d.lane, 0};
+    w.deps.push_back({d.lane, d.index, true});
+    ln.queue.push_back(std::move(w));
+    ++ln.entries;
+    ++ln.issued;
+  }
   ln.queue.push_back(std::move(e));
   ++ln.entries;
   return ++ln.issued;
+}
+
+// True when lane `to`'s runner can wait for lane `from`'s operators on the completion board: both
+// run on this machine and publish there (not the sockets, not a node).
+bool planner::board_orders(uint32_t from, uint32_t to) const {
+  return board_ != nullptr && from != to && lanes_[from].dev.local() && lanes_[to].dev.local();
+}
+
+// Forgets the sent entries no failure can taint any more: those from the front of each lane's
+// unsettled list up to its first await whose lane has neither acknowledged nor failed.
+void planner::settle_awaits() {
+  for (auto& ln : lanes_) {
+    while (!ln.unsettled.empty()) {
+      const auto& e = ln.unsettled.front();
+      if (!e.release && e.op.kind == op_kind::await) {
+        const auto& awaited = lanes_[e.op.k];
+        if (awaited.done < e.op.m && awaited.failed.empty())
+          break;
+      }
+      ln.unsettled.pop_front();
+    }
+  }
 }
 
 // Gives the user's credit for req back once `retire` has run (index 0: now).
@@ -397,6 +443,8 @@ bool planner::dispatch_lane(uint32_t l, wire::execute_msg& broadcast, std::size_
       b.no_hold.push_back(e.released);
     else
       b.ops.push_back(e.op);
+    if (!ln.unsettled.empty() || (!e.release && e.op.kind == op_kind::await))
+      ln.unsettled.push_back(std::move(e));
     ln.queue.pop_front();
   }
   if (b.ops.empty() && b.no_hold.empty())

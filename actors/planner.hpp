@@ -185,6 +185,8 @@ private:
   // planner.cpp
   void schedule_flush();
   uint64_t enqueue(uint32_t l, const op_desc& op, std::initializer_list<dependency> deps = {});
+  bool board_orders(uint32_t from, uint32_t to) const;
+  void settle_awaits();
   void settle(const op_request& req, std::optional<uint32_t> l, dependency retire);
   void retire(uint32_t l);
   void dispatch();

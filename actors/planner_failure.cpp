@@ -70,6 +70,11 @@ void planner::fail_lane(uint32_t l, const std::string& why) {
   ln.failed = why;
   record(why);
   ln.queue.clear();
+  ln.unsettled.clear();
+  // A runner of another lane waiting for this one on the board stops waiting (this lane's runner
+  // may be gone without a mark of its own).
+  if (board_ && ln.dev.local())
+    board_->failed(l, 0);
   if (ln.remote && !ln.down) // a child runs nothing more for a failed lane: it goes
     out_.kill(l);
   mark_exports_gone(l);
@@ -92,6 +97,7 @@ void planner::fail_lane(uint32_t l, const std::string& why) {
       if (q != l && lanes_[q].remote && lanes_[q].failed.empty() && peer(q, l))
         enqueue(q, op_desc{op_kind::peer_forget, {}, {}, {}, 0, 0, l, 0});
   stand_in_for(l, why);
+  settle_awaits(); // what waited for l no longer does
   if (!ln.ready)
     fail_startup("runner of " + ln.dev.str() + " stopped before it was ready: " + why);
   retire(l);
@@ -120,9 +126,28 @@ void planner::mark_exports_gone(std::optional<uint32_t> l) {
 void planner::stand_in_for(uint32_t l, const std::string& why) {
   const uint64_t done = lanes_[l].done;
   std::unordered_map<uint64_t, std::string> staged; // staging ranges a stand-in writes
+  auto after_unrun = [&](const std::vector<dependency>& deps) {
+    return std::any_of(deps.begin(), deps.end(),
+                       [&](const dependency& d) { return d.lane == l && d.index > done; });
+  };
+  // Sent entries that come after an operator of l it never ran already read what l did not write:
+  // what they write is tainted.
+  for (auto& other : lanes_)
+    for (auto& e : other.unsettled) {
+      if (e.release || !after_unrun(e.awaited))
+        continue;
+      if (e.op.out.id != 0) {
+        if (auto it = tensors_.find(e.op.out.id); it != tensors_.end() && it->second.failure.empty())
+          it->second.failure = why;
+      } else if (e.op.out.on_host()) {
+        staged.emplace(e.op.out.offset, why);
+      }
+    }
   for (auto& other : lanes_) {
     for (auto& e : other.queue) {
-      bool waits = false;
+      if (!e.release && e.op.kind == op_kind::await)
+        continue; // sent as it is: its runner finds l failed on the board and goes on
+      bool waits = after_unrun(e.awaited);
       for (const auto& d : e.deps)
         waits = waits || (d.lane == l && d.index > done);
       // A direct transfer reads the failed lane's memory, which went with its runner.
@@ -131,6 +156,7 @@ void planner::stand_in_for(uint32_t l, const std::string& why) {
       if (!waits)
         continue;
       e.deps.clear();
+      e.awaited.clear();
       e.op.kind = op_kind::fill;
       e.op.scalar = std::numeric_limits<float>::quiet_NaN();
       e.op.a = {};
@@ -181,16 +207,18 @@ void planner::taint_readers(std::unordered_map<uint64_t, std::string> staged) {
       by_range[r.offset].push_back(e);
   };
   std::vector<entry*> work;
+  // Queued entries, and sent ones that may still run after a failure they were waiting for.
   for (auto& ln : lanes_)
-    for (auto& e : ln.queue) {
-      if (e.release)
-        continue;
-      index(e.op.a, &e);
-      index(e.op.b, &e);
-      for (operand_id id : e.sources)
-        by_operand[id].push_back(&e);
-      work.push_back(&e);
-    }
+    for (auto* entries : {&ln.unsettled, &ln.queue})
+      for (auto& e : *entries) {
+        if (e.release)
+          continue;
+        index(e.op.a, &e);
+        index(e.op.b, &e);
+        for (operand_id id : e.sources)
+          by_operand[id].push_back(&e);
+        work.push_back(&e);
+      }
   std::unordered_set<const entry*> tainted;
   while (!work.empty()) {
     entry* e = work.back();

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 
@@ -19,6 +20,7 @@
 #include "actors/protocol.hpp"
 #include "graph/deadline.hpp"
 #include "graph/export_slot.hpp"
+#include "ipc/completion_board.hpp"
 #include "ipc/tensor_store.hpp"
 #include "ipc/trace.hpp"
 #include "ipc/wire.hpp"
@@ -158,6 +160,7 @@ public:
     } else {
       local_store_ = tensor_store::anonymous(store_bytes);
       store_base_ = local_store_.base();
+      local_board_ = std::make_unique<local_board>(static_cast<uint32_t>(devices.size()));
     }
     store_bytes_ = store_bytes;
     try {
@@ -193,6 +196,8 @@ private:
     ts.store_size = store_bytes_;
     if (env_)
       ts.process = env_->setup();
+    else // the recorded awaits (graph/op.hpp) order the lanes here too
+      ts.board = &local_board_->board();
     ts.start_timeout = opt_.timeout;
     ts.stop_timeout = opt_.timeout;
     ts.peers = peers_;
@@ -573,6 +578,7 @@ private:
   replay_options opt_;
   std::optional<process_env> env_; // process: directory, shared store, clean-up
   tensor_store local_store_;        // inproc
+  std::unique_ptr<local_board> local_board_; // inproc
   std::byte* store_base_ = nullptr;
   uint64_t store_bytes_ = 0;
   uint64_t scratch_base_ = 0;

@@ -21,6 +21,11 @@ export_state wait_for_export(const std::byte* slot, const export_wait_policy& po
     if ((i & 63) == 0) // the exporter may need this core (a machine with few cores)
       std::this_thread::yield();
   }
+  if (policy.before_sleep) {
+    policy.before_sleep();
+    if ((state = export_slots::load(slot)) != export_state::pending)
+      return state;
+  }
   constexpr auto longest = std::chrono::microseconds{1000};
   for (auto step = std::chrono::microseconds{10};; step = std::min(step * 2, longest)) {
     if ((state = export_slots::load(slot)) != export_state::pending)

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 
 #include "graph/export_slot.hpp"
 
@@ -16,6 +17,10 @@ struct export_wait_policy {
   // The longest a read waits for its export (graph_option::wait_timeout; milliseconds::max():
   // no deadline): should the exporter's lane fail, the controller marks the slot gone first.
   std::chrono::milliseconds timeout{60000};
+  // Called once when the spin ends with the export still pending, before the first sleep: a
+  // batch runner publishes there what it ran, which the exporter's lane may be waiting for (an
+  // await, graph/op.hpp). Empty: nothing.
+  std::function<void()> before_sleep;
 };
 
 // The slot's state once it is no longer pending, or pending when the deadline passed.

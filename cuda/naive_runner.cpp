@@ -150,7 +150,8 @@ void naive_runner::run(const op_desc& op) {
     case op_kind::peer_sum:
     case op_kind::peer_export:
     case op_kind::peer_forget: return run_peer(op);
-    case op_kind::upload: break;
+    case op_kind::upload:
+    case op_kind::await: break; // the batch runner's, on the completion board
   }
   throw error(describe(op) + ": not an operator a runner executes");
 }

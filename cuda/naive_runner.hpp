@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <unordered_map>
+#include <utility>
 
 #include "cuda/export_wait.hpp"
 #include "cuda/kernel_stream.hpp"
@@ -23,7 +24,7 @@ public:
                uint32_t lane = 0, peer_directory* peers = nullptr,
                export_wait_policy exports = {}) noexcept
     : stream_(stream), store_base_(store_base), store_size_(store_size), lane_(lane),
-      peers_(peers), exports_(exports) {}
+      peers_(peers), exports_(std::move(exports)) {}
 
   ~naive_runner();
 

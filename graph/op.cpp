@@ -7,7 +7,7 @@ namespace ag {
 std::string to_string(op_kind k) {
   static constexpr std::array<const char*, op_kind_count> names{
     "fill", "add", "sub", "mul", "div", "matmul", "relu", "sum", "copy", "upload", "peer_copy",
-    "peer_sum", "peer_export", "peer_forget"};
+    "peer_sum", "peer_export", "peer_forget", "await"};
   const auto i = static_cast<std::size_t>(k);
   return i < names.size() ? names[i] : "op#" + std::to_string(i);
 }
@@ -38,6 +38,8 @@ std::string describe(const op_desc& op) {
                                    + std::to_string(op.m) + ", group at " + ref(op.a) + ")";
     case op_kind::peer_export: return s + " (a=" + ref(op.a) + ")";
     case op_kind::peer_forget: return s + " (lane " + std::to_string(op.k) + ")";
+    case op_kind::await: return to_string(op.kind) + " operator " + std::to_string(op.m) + " of lane "
+                                + std::to_string(op.k);
     default: return s + " (a=" + ref(op.a) + ", b=" + ref(op.b) + ")";
   }
 }

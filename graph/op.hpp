@@ -43,9 +43,13 @@ enum class op_kind : uint8_t {
   peer_export,
   // Every import of lane k's memory is closed (that lane's child is gone).
   peer_forget,
+  // The runner waits on the completion board until lane k acknowledged its operator m (or failed,
+  // or the runtime stops), having published the operators it ran before: how the planner orders
+  // an operator after another local lane's without a round trip through the executor.
+  await,
 };
 
-constexpr std::size_t op_kind_count = 14;
+constexpr std::size_t op_kind_count = 15;
 
 // One entry of a peer_sum's group, as the planner writes it into the store: an operand of a lane,
 // found in this process's peer directory, or (slot != no_offset) exported at that store offset.

@@ -11,7 +11,7 @@ namespace ag {
 namespace {
 
 constexpr uint32_t board_magic = 0x41474342; // "AGCB"
-constexpr uint32_t board_version = 2; // 2: running and beat in the lane slot
+constexpr uint32_t board_version = 3; // 2: running and beat in the lane slot; 3: stopped
 constexpr uint32_t max_lanes = 1025;
 
 } // namespace
@@ -20,7 +20,7 @@ struct completion_board::header {
   std::atomic<uint32_t> magic; // written last by format()
   uint32_t version;
   uint32_t lanes;
-  uint32_t reserved;
+  std::atomic<uint32_t> stopped; // the runtime stops: awaits end
   alignas(64) std::atomic<uint64_t> faults;
   wake_word word; // waiters sleep here: a count moved, a lane failed, a fault
 };
@@ -113,6 +113,15 @@ uint64_t completion_board::faults() const noexcept {
   return h_->faults.load(std::memory_order_acquire);
 }
 
+void completion_board::stop() noexcept {
+  h_->stopped.store(1, std::memory_order_seq_cst);
+  notify_all(h_->word);
+}
+
+bool completion_board::stopped() const noexcept {
+  return h_->stopped.load(std::memory_order_acquire) != 0;
+}
+
 uint64_t completion_board::ops(uint32_t lane) const noexcept {
   return lane < h_->lanes ? lanes_[lane].ops.load(std::memory_order_acquire) : 0;
 }
@@ -189,6 +198,31 @@ completion_board::wait_entries(const std::vector<uint64_t>& entries, uint64_t fa
       return all ? 1 : 0;
     },
     faults, deadline, spin);
+}
+
+completion_board::await_outcome
+completion_board::await_op(uint32_t lane, uint64_t index,
+                           std::chrono::steady_clock::time_point deadline,
+                           spin_policy spin) noexcept {
+  if (lane >= h_->lanes)
+    return await_outcome::lane_failed;
+  auto& slot = lanes_[lane];
+  auto result = await_outcome::timed_out;
+  wait_until(
+    h_->word,
+    [&] {
+      if (slot.ops.load(std::memory_order_acquire) >= index)
+        result = await_outcome::reached;
+      else if (slot.failed_at.load(std::memory_order_acquire) != 0)
+        result = await_outcome::lane_failed;
+      else if (h_->stopped.load(std::memory_order_acquire) != 0)
+        result = await_outcome::stopped;
+      else
+        return false;
+      return true;
+    },
+    deadline, spin);
+  return result;
 }
 
 local_board::local_board(uint32_t lanes)

@@ -10,7 +10,9 @@
 // Order: a runner marks its lane failed before it publishes the counts of the batches after the
 // failure (release), and a waiter reads the counts before the failure mark and the fault count
 // (acquire): a count that passed a target is never read as success when the operator it waited
-// for did not run. Layout: docs/PROTOCOL.md, "The shared-memory path".
+// for did not run. A runner that reaches an await operator publishes the operators it ran before
+// it, then waits here for another lane's count: the order between local lanes needs no round trip
+// through the executor. Layout: docs/PROTOCOL.md, "The shared-memory path".
 #pragma once
 
 #include <atomic>
@@ -55,6 +57,9 @@ public:
   // Something failed, or the runtime stops: every ticket taken before is stale.
   void fault() noexcept;
   uint64_t faults() const noexcept;
+  // The runtime stops: every runner's await ends (what it was to wait for will not be counted).
+  void stop() noexcept;
+  bool stopped() const noexcept;
 
   uint64_t ops(uint32_t lane) const noexcept;
   uint64_t entries(uint32_t lane) const noexcept;
@@ -75,6 +80,19 @@ public:
   // Every lane l acknowledged entries[l] entries, likewise.
   outcome wait_entries(const std::vector<uint64_t>& entries, uint64_t faults,
                        std::chrono::steady_clock::time_point deadline, spin_policy spin) noexcept;
+
+  // -- a runner awaiting another lane (an await operator, graph/op.hpp) -------------------------
+  enum class await_outcome {
+    reached,     // the lane acknowledged the operator
+    lane_failed, // the lane failed: it will not run it (the controller taints what follows)
+    stopped,     // the runtime stops
+    timed_out,   // the deadline passed first
+  };
+  // Lane `lane` acknowledged operator `index`, or failed, or the runtime stopped. Faults of other
+  // lanes do not end it.
+  await_outcome await_op(uint32_t lane, uint64_t index,
+                         std::chrono::steady_clock::time_point deadline,
+                         spin_policy spin) noexcept;
 
 private:
   completion_board(header* h, lane_slot* l) noexcept : h_(h), lanes_(l) {}

@@ -75,3 +75,24 @@ TEST_CASE("a child killed under 60 000 queued all_reduces fails them all and the
   CHECK(runner_children().empty());
   CHECK(my_shm().empty());
 }
+
+TEST_CASE("a runtime destroyed with all_reduces still queued ends without waiting out the awaits "
+          "of its runners",
+          "[process][lifecycle]") {
+  const bool process = GENERATE(false, true);
+  INFO((process ? "process mode" : "thread mode"));
+  // A runner awaiting a lane that was told to stop would wait for this long: the end of the
+  // runtime ends its awaits (the board's stopped flag) long before.
+  const auto await_deadline = 120s * tsan_slow;
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    ag::runtime rt{sim_options(process, "sim:0,sim:1", await_deadline)};
+    const auto x = rt.full({4}, 1.0f, ag::device::sim(0));
+    const auto y = rt.full({4}, 2.0f, ag::device::sim(1));
+    for (int i = 0; i < queued / 3; ++i)
+      (void)ag::all_reduce({x, y});
+  }
+  CHECK(std::chrono::steady_clock::now() - t0 < await_deadline / 2);
+  CHECK(runner_children().empty());
+  CHECK(my_shm().empty());
+}

@@ -665,7 +665,7 @@ TEST_CASE("a board is found by attach, and bad memory or lanes are refused", "[s
              Catch::Contains("do not fit"));
 }
 
-TEST_CASE("a lane's running mark and heartbeat are its own and lie where docs/PROTOCOL.md says",
+TEST_CASE("a lane's running mark, heartbeat and the stopped flag lie where docs/PROTOCOL.md says",
           "[shm]") {
   aligned_memory memory(completion_board::bytes_for(3));
   auto board = completion_board::format(memory.data(), memory.size(), 3);
@@ -695,12 +695,17 @@ TEST_CASE("a lane's running mark and heartbeat are its own and lie where docs/PR
   CHECK(word(192 + 64 + 32) == 2);
   uint32_t version = 0;
   std::memcpy(&version, memory.data() + 4, sizeof version);
-  CHECK(version == 2);
-  // A board of the layout before (version 1, no running mark or beat) is refused.
-  version = 1;
+  CHECK(version == 3);
+  // The stopped flag at 12.
+  CHECK(word(8) >> 32 == 0);
+  board.stop();
+  CHECK(word(8) >> 32 == 1);
+  CHECK(other.stopped());
+  // A board of a layout before (version 2, no stopped flag) is refused.
+  version = 2;
   std::memcpy(memory.data() + 4, &version, sizeof version);
   CHECK_THAT(error_of([&] { completion_board::attach(memory.data(), memory.size()); }),
-             Catch::Contains("not a board of version 2"));
+             Catch::Contains("not a board of version 3"));
 }
 
 // -- shm_channel, across processes ----------------------------------------------------------------
