@@ -1,6 +1,7 @@
 #include "apps/ag-bench/queue_bench.hpp"
 #include "apps/ag-bench/children.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <string>
@@ -75,8 +76,15 @@ queue_figures measure_queued_collectives(const ag::graph_option& opt, int count)
     return f;
   // The children stopped, every collective queued behind them, then killed: how long until the
   // failure has settled (sync() throws naming it, stats() answers).
+  // Only this runtime's children: the caller's runtime (whose children --sweep still uses) lives on.
+  const auto others = children_of_this_process();
   ag::runtime rt{opt};
-  const auto children = children_of_this_process();
+  auto children = children_of_this_process();
+  children.erase(std::remove_if(children.begin(), children.end(),
+                                [&](pid_t c) {
+                                  return std::find(others.begin(), others.end(), c) != others.end();
+                                }),
+                 children.end());
   for (pid_t c : children)
     ::kill(c, SIGSTOP);
   queue_all_reduces(rt, count);
