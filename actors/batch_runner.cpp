@@ -239,7 +239,7 @@ void batch_runner::publish_before(uint64_t index, bool launched) {
   if (failed_)
     return;
   setup_.board->completed(setup_.lane, index - 1, entries_);
-  setup_.board->notify();
+  setup_.board->notify_awaits(); // a user's thread in sync() sleeps on until the batch is done
   setup_.board->running(setup_.lane, index); // still inside it
 }
 

@@ -22,7 +22,8 @@ struct completion_board::header {
   uint32_t lanes;
   std::atomic<uint32_t> stopped; // the runtime stops: awaits end
   alignas(64) std::atomic<uint64_t> faults;
-  wake_word word; // waiters sleep here: a count moved, a lane failed, a fault
+  wake_word word;   // waiters sleep here: a count moved, a lane failed, a fault
+  wake_word awaits; // runners inside an await sleep here: a count moved, a lane failed, the stop
 };
 
 struct alignas(64) completion_board::lane_slot {
@@ -88,10 +89,15 @@ void completion_board::failed(uint32_t lane, uint64_t index) noexcept {
   uint64_t none = 0;
   const uint64_t mark = index == UINT64_MAX ? index : index + 1; // never 0, "healthy"
   lanes_[lane].failed_at.compare_exchange_strong(none, mark, std::memory_order_seq_cst);
-  notify_all(h_->word);
+  notify();
 }
 
-void completion_board::notify() noexcept { notify_all(h_->word); }
+void completion_board::notify() noexcept {
+  notify_all(h_->word);
+  notify_all(h_->awaits);
+}
+
+void completion_board::notify_awaits() noexcept { notify_all(h_->awaits); }
 
 // Relaxed: the watchdog reads these as signs of life, never as the order of anything else.
 void completion_board::running(uint32_t lane, uint64_t index) noexcept {
@@ -115,7 +121,7 @@ uint64_t completion_board::faults() const noexcept {
 
 void completion_board::stop() noexcept {
   h_->stopped.store(1, std::memory_order_seq_cst);
-  notify_all(h_->word);
+  notify();
 }
 
 bool completion_board::stopped() const noexcept {
@@ -209,7 +215,7 @@ completion_board::await_op(uint32_t lane, uint64_t index,
   auto& slot = lanes_[lane];
   auto result = await_outcome::timed_out;
   wait_until(
-    h_->word,
+    h_->awaits,
     [&] {
       if (slot.ops.load(std::memory_order_acquire) >= index)
         result = await_outcome::reached;

@@ -47,6 +47,9 @@ public:
   void failed(uint32_t lane, uint64_t index) noexcept;
   // Wakes the waiters after a run of completed() calls.
   void notify() noexcept;
+  // Wakes only the runners inside an await (what it published is part of a batch: the user's
+  // threads wait for whole batches and sleep on).
+  void notify_awaits() noexcept;
   // It runs operator `index` (1-based), or waits for its stream with `index` the last operator
   // launched; 0: it is between operators.
   void running(uint32_t lane, uint64_t index) noexcept;

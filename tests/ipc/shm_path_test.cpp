@@ -684,15 +684,15 @@ TEST_CASE("a lane's running mark, heartbeat and the stopped flag lie where docs/
   CHECK(other.running_at(3) == 0); // no such lane
   board.running(1, 0);
   CHECK(other.running_at(1) == 0);
-  // Lane 1's slot at 192 + 64: running at 24 within it, the beat at 32; the version at 4.
+  // Lane 1's slot at 256 + 64: running at 24 within it, the beat at 32; the version at 4.
   auto word = [&](std::size_t at) {
     uint64_t v = 0;
     std::memcpy(&v, memory.data() + at, sizeof v);
     return v;
   };
   board.running(1, 9);
-  CHECK(word(192 + 64 + 24) == 9);
-  CHECK(word(192 + 64 + 32) == 2);
+  CHECK(word(256 + 64 + 24) == 9);
+  CHECK(word(256 + 64 + 32) == 2);
   uint32_t version = 0;
   std::memcpy(&version, memory.data() + 4, sizeof version);
   CHECK(version == 3);
