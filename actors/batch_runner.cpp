@@ -196,6 +196,8 @@ void batch_runner::await_lane(const op_desc& op, uint64_t index, bool launched) 
     throw error(describe(op) + ": lane " + std::to_string(op.k) + " is not another lane of the "
                 + std::to_string(board->lanes()) + " on the board");
   publish_before(index, launched);
+  if (failed_) // its stream failed: the lane runs nothing more
+    return;
   const running_mark mark{board, setup_.lane, index};
   using clock = std::chrono::steady_clock;
   const auto timeout = setup_.exports.timeout;
@@ -204,7 +206,9 @@ void batch_runner::await_lane(const op_desc& op, uint64_t index, bool launched) 
              ? clock::time_point::max()
              : t + timeout;
   };
-  auto signs = [&] { return std::array{board->ops(op.k), board->running_at(op.k), board->beats(op.k)}; };
+  auto signs = [&] {
+    return std::array{board->ops(op.k), board->running_at(op.k), board->beats(op.k)};
+  };
   auto seen = signs();
   for (auto deadline = deadline_from(clock::now());;) {
     const auto outcome = board->await_op(op.k, op.m, deadline, {setup_.exports.spin});
