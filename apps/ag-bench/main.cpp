@@ -3,6 +3,7 @@
 //   ag-bench [--devices=cuda:0|sim:0|cuda:0,cuda:1,...]
 //            [--mode=thread|process|both|node|peers|all]
 //            [--transport=shared_memory|sockets|both] [--spin-us=US] [--quick] [--sweep]
+//            [--progress-timeout-ms=MS]
 //            [--json=FILE]
 //            [--timeline=FILE] [--config-file=FILE] [--version] [--help]
 //
@@ -69,6 +70,7 @@ public:
   std::string mode = "both";
   std::string transport = "both";
   int64_t spin_us = 50;
+  int64_t progress_ms = ag::graph_option{}.progress_timeout.count();
   bool quick = false;
   bool sweep = false;
   std::string json;
@@ -86,6 +88,9 @@ public:
            "devices, thread mode) or all (thread, process, node and peers)")
       .add(transport, "transport", "shared_memory, sockets or both")
       .add(spin_us, "spin-us", "graph_option::spin_wait of the shared-memory path (default 50)")
+      .add(progress_ms, "progress-timeout-ms",
+           "graph_option::progress_timeout of process mode (default 10000; longer under a "
+           "sanitizer, which can stall a child for seconds)")
       .add(quick, "quick,q", "fewer and smaller repetitions (a run of under a minute on sim)")
       .add(sweep, "sweep", "also per-operator time against operators per sync")
       .add(json, "json", "write every figure to this file as JSON")
@@ -312,6 +317,9 @@ int start(int argc, char** argv) {
     return cfg.usage("--transport=" + cfg.transport + ": expected shared_memory, sockets or both");
   if (cfg.spin_us < 0 || cfg.spin_us > 1000000)
     return cfg.usage("--spin-us=" + std::to_string(cfg.spin_us) + ": expected 0 to 1000000");
+  if (cfg.progress_ms < 1 || cfg.progress_ms > 3600000)
+    return cfg.usage("--progress-timeout-ms=" + std::to_string(cfg.progress_ms)
+                     + ": expected 1 to 3600000");
   std::vector<ag::device> devices;
   try {
     if (cfg.devices.empty())
@@ -355,7 +363,8 @@ int start(int argc, char** argv) {
         const std::string name = mode + (shm ? "" : "_sockets");
         if (cfg.mode == "both" || cfg.mode == "all" || cfg.mode == mode)
           modes[name] = measure_mode(devices, process, transport,
-                                     std::chrono::microseconds{cfg.spin_us}, n, cfg.sweep,
+                                     std::chrono::microseconds{cfg.spin_us},
+                                     std::chrono::milliseconds{cfg.progress_ms}, n, cfg.sweep,
                                      cfg.timeline, name);
       }
     }

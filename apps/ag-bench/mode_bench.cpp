@@ -105,14 +105,15 @@ double idle_cpu_percent(std::chrono::milliseconds span) {
 
 mode_figures measure_mode(const std::vector<ag::device>& devices, bool process,
                           ag::transport transport, std::chrono::microseconds spin,
-                          const sizes& n, bool sweep, const std::string& timeline,
-                          const std::string& name) {
+                          std::chrono::milliseconds progress, const sizes& n, bool sweep,
+                          const std::string& timeline, const std::string& name) {
   mode_figures f;
   ag::graph_option opt;
   opt.devices = devices;
   opt.per_device_per_process = process;
   opt.transport = transport;
   opt.spin_wait = spin;
+  opt.progress_timeout = progress;
   std::vector<double> startups;
   for (int i = 1; i < n.startups; ++i) {
     const auto t0 = clock_type::now();

@@ -78,8 +78,8 @@ struct floor_figures {
 // runtime does not start, ag::error when a measurement fails or gives a wrong result.
 mode_figures measure_mode(const std::vector<ag::device>& devices, bool process,
                           ag::transport transport, std::chrono::microseconds spin,
-                          const sizes& n, bool sweep, const std::string& timeline,
-                          const std::string& name);
+                          std::chrono::milliseconds progress, const sizes& n, bool sweep,
+                          const std::string& timeline, const std::string& name);
 
 // The floors of the first of `devices`: the CUDA ones on a cuda device only (else left empty),
 // the ZMQ floors with `self` as the peer process, and the shared-memory floor.
