@@ -442,6 +442,13 @@ executor_actor::behavior_type executor_fun(executor_self self, executor_setup se
 } // namespace
 
 executor_actor spawn_executor(caf::actor_system& sys, executor_setup setup) {
+  // With nodes, on the scheduler's threads. Nodes that hold a handle to the executor make CAF's
+  // middleman tell them of its end; that message, with the executor as its sender, was seen left
+  // behind as the middleman stopped (a mailbox element nothing pointed to any more, 2 runs in
+  // 200). Its reference kept the executor alive, and ~actor_system waits for every detached actor
+  // to be destroyed: the runtime's destruction hung. A scheduled actor left alive hangs nothing.
+  if (setup.process && setup.process->network)
+    return sys.spawn(executor_fun, std::move(setup));
   return sys.spawn<caf::detached>(executor_fun, std::move(setup));
 }
 

@@ -283,7 +283,7 @@ public:
     } catch (const std::exception& e) {
       std::cerr << "actorgraph: " << e.what() << '\n';
     }
-    end_executor();
+    caf::anon_send_exit(executor_, caf::exit_reason::user_shutdown);
     if (presence_) // the nodes end whatever they still run for this runtime
       caf::anon_send_exit(presence_, caf::exit_reason::user_shutdown);
     release_node_proxies();
@@ -447,28 +447,6 @@ private:
     } catch (const std::exception& e) {
       std::cerr << "actorgraph: " << e.what() << '\n';
     }
-  }
-
-  // Ends the executor and waits until it has: a timer it sets while it ends (the deadline of a
-  // wait it fails, a progress check) would otherwise reach the actor system's clock after the
-  // system's end cancelled every timer, and the clock's reference to the executor then kept
-  // ~actor_system waiting for this detached actor for ever (seen after a node was killed).
-  void end_executor() noexcept {
-    if (!executor_)
-      return;
-    try {
-      caf::scoped_actor self{*sys_};
-      self->monitor(executor_);
-      caf::anon_send_exit(executor_, caf::exit_reason::user_shutdown);
-      bool down = false;
-      self->receive([&](caf::down_msg&) { down = true; },
-                    caf::after(request_timeout(stop_timeout(opt_.wait_timeout))) >> [] {});
-      if (!down)
-        std::cerr << "actorgraph: shutdown: the executor did not end in time\n";
-    } catch (const std::exception& e) {
-      std::cerr << "actorgraph: shutdown: " << e.what() << '\n';
-    }
-    forget_thread_logger();
   }
 
   // The runner proxies of node lanes, which the network setup holds for the executor: let go
