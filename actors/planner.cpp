@@ -404,11 +404,24 @@ bool planner::sendable() const {
   for (const auto& ln : lanes_) {
     if (ln.queue.empty() || ln.down || !ln.failed.empty())
       continue;
-    const auto& deps = ln.queue.front().deps;
-    if (std::all_of(deps.begin(), deps.end(), [&](const auto& d) { return satisfied(d); }))
+    if (ready(ln.queue.front()))
       return true;
   }
   return false;
+}
+
+// True when entry e can be sent: what it depends on is met, and an await is at most await_window
+// operators ahead of what the lane it awaits has acknowledged. So a lane that stops (stopped,
+// hung, killed) holds back at most that much sent work on the others: on its failure the rest,
+// still queued, becomes NaN stand-ins at once, where sent work would be run through, await by
+// await (60 000 queued all_reduces took over 10 s to settle on a loaded machine).
+bool planner::ready(const entry& e) const {
+  if (!std::all_of(e.deps.begin(), e.deps.end(), [&](const auto& d) { return satisfied(d); }))
+    return false;
+  if (e.release || e.op.kind != op_kind::await)
+    return true;
+  const auto& awaited = lanes_[e.op.k];
+  return awaited.done + await_window >= e.op.m || !awaited.failed.empty();
 }
 
 // The batch of lane l: run now (a lane of this process) or added to the broadcast (remote), as
@@ -428,7 +441,7 @@ bool planner::dispatch_lane(uint32_t l, wire::execute_msg& broadcast, std::size_
   bool cut = false;
   while (!ln.queue.empty()) {
     auto& e = ln.queue.front();
-    if (!std::all_of(e.deps.begin(), e.deps.end(), [&](const auto& d) { return satisfied(d); }))
+    if (!ready(e))
       break;
     if (ln.remote) {
       const std::size_t bytes = e.release ? wire::no_hold_bytes : wire::op_desc_bytes;

@@ -122,6 +122,11 @@ struct plan_stats {
 
 class planner {
 public:
+  // How far ahead of the acknowledgements of the lane it waits for an await is sent (operators):
+  // four times what a runner runs before it confirms by itself, so that lanes run on while
+  // acknowledgements come, and so little that a lane that stops holds back little sent work.
+  static constexpr uint64_t await_window = 16384;
+
   planner(planner_setup setup, planner_outbox& out);
 
   // -- from the user's threads --------------------------------------------------------------------
@@ -191,6 +196,7 @@ private:
   void retire(uint32_t l);
   void dispatch();
   bool sendable() const;
+  bool ready(const entry& e) const;
   bool dispatch_lane(uint32_t l, wire::execute_msg& broadcast, std::size_t& budget);
   void record_live();
   std::optional<uint32_t> lane_of(const device& d) const;

@@ -314,3 +314,34 @@ TEST_CASE("a lane failing before it ran what sent operators await taints what th
   CHECK(w.r.plan.tensor(6)->failure.empty());
   CHECK(w.board.board().lane_failed(cpu)); // a runner awaiting the cpu goes on
 }
+
+TEST_CASE("awaits go out at most await_window operators ahead of what the lane they wait for "
+          "acknowledged, and a failure of that lane taints what was sent and what was held alike",
+          "[awaits][planner][collectives]") {
+  ag::local_board board{3};
+  auto s = setup_of(std::size_t{8} << 20); // room for the staging of every all_reduce below
+  s.board = &board.board();
+  rig r{s};
+  r.submit(upload(sim0, 1, {1, 2, 3, 4}));
+  r.submit(upload(sim1, 2, {10, 20, 30, 40}));
+  r.drain();
+  for (uint32_t l : {cpu, sim0, sim1})
+    r.plan.done(l, r.plan.lane(l).sent, 0);
+  const uint64_t done0 = r.plan.lane(sim0).done, done1 = r.plan.lane(sim1).done;
+  // sim:1 acknowledges nothing more (stopped): 7000 all_reduces are 21 000 operators on it.
+  constexpr ag::operand_id count = 7000;
+  for (ag::operand_id i = 0; i < count; ++i)
+    r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1},
+                        {100 + 2 * i, 101 + 2 * i}, {sim0, sim1}, 4));
+  r.drain();
+  CHECK(r.plan.lane(cpu).queue.size() > 0); // held, not sent
+  for (const auto& op : r.ops_of(cpu))
+    if (op.kind == ag::op_kind::await)
+      CHECK(op.m <= (op.k == sim0 ? done0 : done1) + ag::planner::await_window);
+  r.plan.failed(sim1, 0, "sim:1: boom");
+  std::size_t tainted = 0;
+  for (ag::operand_id id = 100; id < 100 + 2 * count; ++id)
+    if (const auto* t = r.plan.tensor(id); t != nullptr && t->failure.find("boom") != std::string::npos)
+      ++tainted;
+  CHECK(tainted == 2 * count);
+}
