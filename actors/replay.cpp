@@ -18,6 +18,7 @@
 #include "actors/node_setup.hpp"
 #include "actors/process_env.hpp"
 #include "actors/protocol.hpp"
+#include "actors/trace_needs.hpp"
 #include "graph/deadline.hpp"
 #include "graph/export_slot.hpp"
 #include "ipc/completion_board.hpp"
@@ -29,57 +30,11 @@ namespace ag {
 
 namespace {
 
-// True when a recorded batch has a direct transfer (graph/op.hpp, peer_copy and peer_sum): its
-// lanes' runners must share this process's peer directory.
-bool has_direct_transfers(const trace::file& t) {
-  auto direct = [](const batch& b) {
-    return std::any_of(b.ops.begin(), b.ops.end(), [](const op_desc& op) {
-      return op.kind == op_kind::peer_copy || op.kind == op_kind::peer_sum;
-    });
-  };
-  for (const auto& r : t.records)
-    if (const auto* l = std::get_if<trace::local_rec>(&r.body); l && direct(l->b))
-      return true;
-  return false;
-}
-
-// True when a recorded broadcast has a peer_export: children read each other's memory through
-// CUDA IPC, which works only between processes.
-bool has_exports(const trace::file& t) {
-  for (const auto& r : t.records) {
-    const auto* f = std::get_if<trace::frame_rec>(&r.body);
-    if (!f || f->type != wire::msg_type::execute)
-      continue;
-    wire::execute_msg m;
-    wire::decode(f->body.data(), f->body.size(), m); // parse checked it decodes
-    for (const auto& b : m.batches)
-      for (const auto& op : b.ops)
-        if (op.kind == op_kind::peer_export)
-          return true;
-  }
-  return false;
-}
-
 using clock_type = std::chrono::steady_clock;
 
 constexpr uint64_t scratch_align = 64;
 
 uint64_t round_up(uint64_t x) { return (x + scratch_align - 1) / scratch_align * scratch_align; }
-
-// The shared-memory path's ring: graph_option's, or large enough for the largest recorded frame (one
-// recorded on the sockets may be larger than a ring's); 0 on the sockets.
-std::size_t ring_bytes_for(const trace::file& t, const replay_options& opt) {
-  if (opt.transport != transport::shared_memory)
-    return 0;
-  std::size_t largest = 0;
-  for (const auto& r : t.records)
-    if (auto* f = std::get_if<trace::frame_rec>(&r.body))
-      largest = std::max(largest, f->body.size());
-  std::size_t ring = graph_option{}.ring_bytes;
-  while (ring / 2 < largest + wire::header_size + 64)
-    ring *= 2;
-  return ring;
-}
 
 // A runner's answer to a batch.
 struct answer {
@@ -599,23 +554,6 @@ replay_report replay(caf::actor_system& sys, const trace::file& recorded,
                      const replay_options& opt) {
   replayer r{sys, recorded, opt};
   return r.run();
-}
-
-std::string format_digests(const std::vector<operand_digest>& digests) {
-  std::string out;
-  uint64_t all = trace::digest(nullptr, 0);
-  char line[160];
-  for (const auto& d : digests) {
-    std::snprintf(line, sizeof line, "%-28s %12llu bytes  %016llx\n", d.what.c_str(),
-                  static_cast<unsigned long long>(d.bytes),
-                  static_cast<unsigned long long>(d.digest));
-    out += line;
-    const uint64_t both[2] = {all, d.digest};
-    all = trace::digest(both, sizeof both);
-  }
-  std::snprintf(line, sizeof line, "%-28s %12zu items  %016llx\n", "all", digests.size(),
-                static_cast<unsigned long long>(all));
-  return out + line;
 }
 
 } // namespace ag
