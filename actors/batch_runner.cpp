@@ -195,6 +195,13 @@ void batch_runner::await_lane(const op_desc& op, uint64_t index, bool launched) 
   if (op.k == setup_.lane || op.k >= board->lanes())
     throw error(describe(op) + ": lane " + std::to_string(op.k) + " is not another lane of the "
                 + std::to_string(board->lanes()) + " on the board");
+  if (board->ops(op.k) >= op.m || board->lane_failed(op.k)) {
+    // Nothing to wait for (an await emptied for a stand-in awaits operator 0): the runner does
+    // not block, so nothing needs publishing before it.
+    launched_ = launched_ || launched;
+    store_fence::acquire();
+    return;
+  }
   publish_before(index, launched);
   if (failed_) // its stream failed: the lane runs nothing more
     return;

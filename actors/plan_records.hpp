@@ -39,6 +39,9 @@ struct entry {
   // on its own lane (the runner waits for them on the completion board): a failure of one of
   // those lanes before it ran them taints what this entry writes, sent or not.
   std::vector<dependency> awaited;
+  // A NaN fill standing in for an operator whose inputs were lost to a failure: it reads nothing,
+  // and the awaits queued before it wait for nothing.
+  bool stand_in = false;
 };
 
 // The credit of one submitted operator, given back once operator `index` of the lane that holds

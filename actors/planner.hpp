@@ -265,6 +265,7 @@ private:
   void mark_exports_gone(std::optional<uint32_t> l);
   void stand_in_for(uint32_t l, const std::string& why);
   void taint_readers(std::unordered_map<uint64_t, std::string> staged = {});
+  void empty_awaits_of_stand_ins();
   void fail_startup(const std::string& why);
 
   // planner_waits.cpp

@@ -12,6 +12,54 @@
 
 namespace ag {
 
+namespace {
+
+// An operator that writes its result and nothing else, from what it reads: once what it reads is
+// lost, a NaN fill of that result stands in for it (an await, an export, a peer's forgetting and
+// the direct transfers do more than that, or are another lane's business).
+bool writes_only_its_result(op_kind k) {
+  switch (k) {
+    case op_kind::fill:
+    case op_kind::add:
+    case op_kind::sub:
+    case op_kind::mul:
+    case op_kind::div:
+    case op_kind::matmul:
+    case op_kind::relu:
+    case op_kind::sum:
+    case op_kind::copy: return true;
+    default: return false;
+  }
+}
+
+// Entry e becomes a NaN fill of what it writes: it reads nothing and so waits for nothing (the
+// awaits queued before it are emptied too, planner::empty_awaits_of_stand_ins). The fill covers
+// exactly the operator's result: one element for a sum, m x n for a matmul, the whole store range
+// of a piece copied out to the store, the same piece of a device operand otherwise.
+void make_stand_in(entry& e) {
+  auto& op = e.op;
+  if (op.kind == op_kind::sum) {
+    op.count = 1;
+  } else if (op.kind == op_kind::matmul) {
+    op.count = op.m * op.n;
+    op.m = op.n = 0;
+  } else if (op.n != 0 && op.out.on_host()) {
+    op.m = op.n = 0;
+  }
+  op.k = 0;
+  op.kind = op_kind::fill;
+  op.scalar = std::numeric_limits<float>::quiet_NaN();
+  op.a = {};
+  op.b = {};
+  e.deps.clear();
+  e.awaited.clear();
+  e.sources.clear();
+  e.source_lanes.clear();
+  e.stand_in = true;
+}
+
+} // namespace
+
 // A failure the next sync() reports (once).
 void planner::record(const std::string& what) {
   if (board_) // what a user's thread waits for on the board is the planner's to answer now
@@ -155,12 +203,7 @@ void planner::stand_in_for(uint32_t l, const std::string& why) {
         waits = waits || s == l;
       if (!waits)
         continue;
-      e.deps.clear();
-      e.awaited.clear();
-      e.op.kind = op_kind::fill;
-      e.op.scalar = std::numeric_limits<float>::quiet_NaN();
-      e.op.a = {};
-      e.op.b = {};
+      make_stand_in(e);
       if (auto it = tensors_.find(e.op.out.id); it != tensors_.end() && e.op.out.id != 0)
         if (it->second.failure.empty())
           it->second.failure = why;
@@ -207,6 +250,7 @@ void planner::taint_readers(std::unordered_map<uint64_t, std::string> staged) {
       by_range[r.offset].push_back(e);
   };
   std::vector<entry*> work;
+  std::unordered_set<const entry*> queued; // not sent yet: what it does can still change
   // Queued entries, and sent ones that may still run after a failure they were waiting for.
   for (auto& ln : lanes_)
     for (auto* entries : {&ln.unsettled, &ln.queue})
@@ -218,8 +262,10 @@ void planner::taint_readers(std::unordered_map<uint64_t, std::string> staged) {
         for (operand_id id : e.sources)
           by_operand[id].push_back(&e);
         work.push_back(&e);
+        if (entries == &ln.queue)
+          queued.insert(&e);
       }
-  std::unordered_set<const entry*> tainted;
+  std::unordered_set<entry*> tainted;
   while (!work.empty()) {
     entry* e = work.back();
     work.pop_back();
@@ -246,6 +292,34 @@ void planner::taint_readers(std::unordered_map<uint64_t, std::string> staged) {
       for (entry* r : *readers)
         if (tainted.count(r) == 0)
           work.push_back(r);
+  }
+  // What is still queued of that need not run as written: computed from lost values, it would
+  // wait for each of its inputs' writers on their lanes, one hand-over after another (60 000
+  // queued all_reduces settled their failure at the pace of the collectives themselves, 10 s and
+  // more on a loaded machine). A NaN fill of its result waits for nothing.
+  for (entry* t : tainted)
+    if (queued.count(t) != 0 && writes_only_its_result(t->op.kind))
+      make_stand_in(*t);
+  empty_awaits_of_stand_ins();
+}
+
+// The awaits queued right before a stand-in were its own (planner::enqueue puts an entry's awaits
+// just before it): they now wait for nothing. They keep their place, as every operator index of
+// the lane is known to the others, and await operator 0 of their lane, which a runner finds
+// reached without blocking.
+void planner::empty_awaits_of_stand_ins() {
+  for (auto& ln : lanes_) {
+    auto run = ln.queue.begin(); // the first await of the run before `it`
+    for (auto it = ln.queue.begin(); it != ln.queue.end(); ++it) {
+      if (!it->release && it->op.kind == op_kind::await)
+        continue;
+      if (it->stand_in)
+        for (; run != it; ++run) {
+          run->op.m = 0;
+          run->deps.clear();
+        }
+      run = std::next(it);
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <future>
 #include <mutex>
@@ -344,4 +345,65 @@ TEST_CASE("awaits go out at most await_window operators ahead of what the lane t
     if (const auto* t = r.plan.tensor(id); t != nullptr && t->failure.find("boom") != std::string::npos)
       ++tainted;
   CHECK(tainted == 2 * count);
+}
+
+TEST_CASE("after a lane fails, what the others still hold of work computed from its loss goes out "
+          "at once as NaN stand-ins, their awaits emptied",
+          "[awaits][planner][collectives][faults]") {
+  ag::local_board board{3};
+  auto s = setup_of(std::size_t{8} << 20); // room for the staging of every all_reduce below
+  s.board = &board.board();
+  rig r{s};
+  r.submit(upload(sim0, 1, {1, 2, 3, 4}));
+  r.submit(upload(sim1, 2, {10, 20, 30, 40}));
+  r.drain();
+  for (uint32_t l : {cpu, sim0, sim1})
+    r.plan.done(l, r.plan.lane(l).sent, 0);
+  // sim:1 acknowledges nothing more: the cpu's sums wait for it, sim:0's copies back for them,
+  // and beyond the await window both lanes hold what they have not sent.
+  constexpr ag::operand_id count = 7000;
+  for (ag::operand_id i = 0; i < count; ++i)
+    r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1},
+                        {100 + 2 * i, 101 + 2 * i}, {sim0, sim1}, 4));
+  r.drain();
+  REQUIRE(r.plan.lane(cpu).queue.size() > 0);
+  REQUIRE(r.plan.lane(sim0).queue.size() > 0);
+  const auto cpu_ops_before = r.ops_of(cpu).size(), sim0_ops_before = r.ops_of(sim0).size();
+
+  r.plan.failed(sim1, 0, "sim:1: boom");
+  r.drain();
+  // Nothing is held back any more: each lane's runner can run the rest without waiting.
+  CHECK(r.plan.lane(cpu).queue.empty());
+  CHECK(r.plan.lane(sim0).queue.empty());
+  const auto cpu_ops = r.ops_of(cpu), sim0_ops = r.ops_of(sim0);
+  std::size_t emptied = 0, adds = 0, nan_fills = 0, copies = 0;
+  for (std::size_t i = cpu_ops_before; i < cpu_ops.size(); ++i) {
+    const auto& op = cpu_ops[i];
+    if (op.kind == ag::op_kind::await)
+      emptied += op.m == 0;
+    adds += op.kind == ag::op_kind::add;
+    nan_fills += op.kind == ag::op_kind::fill && std::isnan(op.scalar);
+  }
+  CHECK(adds == 0);
+  CHECK(nan_fills > 0);
+  CHECK(emptied == 2 * nan_fills); // the sum's await of each stage
+  CHECK(count_kind(std::vector<ag::op_desc>(cpu_ops.begin() + cpu_ops_before, cpu_ops.end()),
+                   ag::op_kind::await)
+        == emptied);
+  emptied = nan_fills = 0;
+  for (std::size_t i = sim0_ops_before; i < sim0_ops.size(); ++i) {
+    const auto& op = sim0_ops[i];
+    if (op.kind == ag::op_kind::await) {
+      CHECK(op.m == 0);
+      ++emptied;
+    }
+    nan_fills += op.kind == ag::op_kind::fill && std::isnan(op.scalar);
+    copies += op.kind == ag::op_kind::copy;
+  }
+  CHECK(nan_fills > 0);
+  CHECK(emptied == nan_fills); // each copy back's await of its sum
+  CHECK(copies <= nan_fills);  // the stages not sent yet, which read sim:0's healthy part
+  // Every result reads as the failure.
+  for (ag::operand_id id = 100; id < 100 + 2 * count; ++id)
+    REQUIRE_THAT(r.plan.tensor(id)->failure, Contains("boom"));
 }

@@ -660,14 +660,16 @@ TEST_CASE("an all_reduce placed whole before a part lane fails taints every resu
   r.plan.failed(sim0, 2, "copy: bad launch");
   emu.dead.insert(sim0);
   const std::string lane_why = "sim:0: copy: bad launch";
-  // The sum waited for sim:0: it became a NaN fill of the accumulator, sent at once.
+  // The sum waited for sim:0: it became a NaN fill of the accumulator, sent at once; so did the
+  // copy of the accumulator into the cpu result, which would have read those NaNs.
   REQUIRE(r.out.batches(cpu) == 1);
   const auto& ops = r.out.runs[cpu][0].ops;
   REQUIRE(ops.size() == 2);
   CHECK(ops[0].kind == ag::op_kind::fill);
   CHECK(std::isnan(ops[0].scalar));
   CHECK(ops[0].out.id == 0);
-  CHECK(ops[1].kind == ag::op_kind::copy);
+  CHECK(ops[1].kind == ag::op_kind::fill);
+  CHECK(std::isnan(ops[1].scalar));
   CHECK(ops[1].out.id == 3);
   emu.run_all();
   CHECK(all_nan(emu.on(sim1, 4)));
