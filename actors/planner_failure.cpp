@@ -250,10 +250,11 @@ void planner::taint_readers(std::unordered_map<uint64_t, std::string> staged) {
       by_range[r.offset].push_back(e);
   };
   std::vector<entry*> work;
-  std::unordered_set<const entry*> queued; // not sent yet: what it does can still change
+  // Not sent yet, so what it does can still change: its lane.
+  std::unordered_map<const entry*, uint32_t> queued;
   // Queued entries, and sent ones that may still run after a failure they were waiting for.
-  for (auto& ln : lanes_)
-    for (auto* entries : {&ln.unsettled, &ln.queue})
+  for (uint32_t l = 0; l < lanes_.size(); ++l)
+    for (auto* entries : {&lanes_[l].unsettled, &lanes_[l].queue})
       for (auto& e : *entries) {
         if (e.release)
           continue;
@@ -262,8 +263,8 @@ void planner::taint_readers(std::unordered_map<uint64_t, std::string> staged) {
         for (operand_id id : e.sources)
           by_operand[id].push_back(&e);
         work.push_back(&e);
-        if (entries == &ln.queue)
-          queued.insert(&e);
+        if (entries == &lanes_[l].queue)
+          queued.emplace(&e, l);
       }
   std::unordered_set<entry*> tainted;
   while (!work.empty()) {
@@ -297,9 +298,16 @@ void planner::taint_readers(std::unordered_map<uint64_t, std::string> staged) {
   // wait for each of its inputs' writers on their lanes, one hand-over after another (60 000
   // queued all_reduces settled their failure at the pace of the collectives themselves, 10 s and
   // more on a loaded machine). A NaN fill of its result waits for nothing.
-  for (entry* t : tainted)
-    if (queued.count(t) != 0 && writes_only_its_result(t->op.kind))
+  // A copy out to the store stays a copy where the runner does not write the store itself: a
+  // CUDA lane runs no kernel on it, and a node's lane sends what it copies there back.
+  for (entry* t : tainted) {
+    auto q = queued.find(t);
+    if (q == queued.end() || !writes_only_its_result(t->op.kind))
+      continue;
+    const auto& dev = lanes_[q->second].dev;
+    if (!t->op.out.on_host() || (dev.type != device::kind::cuda && dev.local()))
       make_stand_in(*t);
+  }
   empty_awaits_of_stand_ins();
 }
 
