@@ -222,13 +222,18 @@ void planner::stand_in_for(uint32_t l, const std::string& why) {
 // number of times however long the chains across lanes are (a pass per link was quadratic).
 void planner::taint_readers(std::unordered_map<uint64_t, std::string> staged) {
   // staged: staging offset -> why it is tainted
+  // Operands the user let go of before their writer ran (planner::drop forgot them at once): the
+  // taint passes through them all the same, to what was computed from them.
+  std::unordered_map<operand_id, std::string> dropped;
   auto failure_of = [&](const operand_ref& r) -> const std::string* {
     if (r.id == 0) {
       auto it = staged.find(r.offset);
       return it == staged.end() ? nullptr : &it->second;
     }
-    auto it = tensors_.find(r.id);
-    return it == tensors_.end() || it->second.failure.empty() ? nullptr : &it->second.failure;
+    if (auto it = tensors_.find(r.id); it != tensors_.end())
+      return it->second.failure.empty() ? nullptr : &it->second.failure;
+    auto it = dropped.find(r.id);
+    return it == dropped.end() ? nullptr : &it->second;
   };
   auto why_of = [&](const entry& e) -> const std::string* {
     if (e.release)
@@ -283,10 +288,17 @@ void planner::taint_readers(std::unordered_map<uint64_t, std::string> staged) {
         continue;
       if (auto it = by_range.find(e->op.out.offset); it != by_range.end())
         readers = &it->second;
-    } else if (auto it = tensors_.find(e->op.out.id);
-               it != tensors_.end() && it->second.failure.empty()) {
-      it->second.failure = *why;
-      if (auto r = by_operand.find(e->op.out.id); r != by_operand.end())
+    } else {
+      const operand_id out = e->op.out.id;
+      bool fresh = false; // tainted only now: its readers are looked at again
+      if (auto it = tensors_.find(out); it != tensors_.end()) {
+        fresh = it->second.failure.empty();
+        if (fresh)
+          it->second.failure = *why;
+      } else {
+        fresh = dropped.emplace(out, *why).second;
+      }
+      if (auto r = by_operand.find(out); fresh && r != by_operand.end())
         readers = &r->second;
     }
     if (readers)

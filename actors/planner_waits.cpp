@@ -161,7 +161,13 @@ void planner::free_collected(bool& freed) {
 void planner::collect_pieces() {
   for (auto it = pieces_.begin(); it != pieces_.end();) {
     const auto& ln = lanes_[it->written.lane];
-    if (ln.done >= it->written.index) {
+    const auto rec = tensors_.find(it->operand);
+    // A tensor tainted after its piece was placed holds NaN stand-ins, or what was computed from
+    // them: the read fails at once, as a read of a whole tensor does (answer_fetch).
+    if (rec != tensors_.end() && !rec->second.failure.empty()) {
+      out_.answer(it->wait, wait_answer::fail(errc::device_failed, rec->second.failure));
+      free_later(it->offset, it->bytes);
+    } else if (ln.done >= it->written.index) {
       staged_[it->offset] = it->bytes;
       out_.answer(it->wait, wait_answer::ok(it->offset));
     } else if (!ln.failed.empty()) {

@@ -407,36 +407,3 @@ TEST_CASE("after a lane fails, what the others still hold of work computed from 
   for (ag::operand_id id = 100; id < 100 + 2 * count; ++id)
     REQUIRE_THAT(r.plan.tensor(id)->failure, Contains("boom"));
 }
-
-TEST_CASE("a tainted copy out to the store on a CUDA lane stays a copy: a CUDA lane runs no kernel "
-          "on the store",
-          "[planner][faults]") {
-  auto s = setup_of();
-  s.devices[2] = ag::device::cuda(0); // the planner never touches CUDA itself
-  rig r{s};
-  constexpr uint32_t gpu = 2;
-  auto on_gpu = [](ag::op_request req) {
-    req.where = ag::device::cuda(0);
-    return req;
-  };
-  r.submit(upload(sim0, 1, {1, 2, 3, 4}));
-  r.drain();
-  for (uint32_t l : {cpu, sim0})
-    r.plan.done(l, r.plan.lane(l).sent, 0);
-  r.submit(on_gpu(move_to(gpu, 2, 1, 4)));                     // staged on sim:0, copied in
-  r.submit(on_gpu(compute(ag::op_kind::add, gpu, 3, 2, 2, 4))); // from it
-  r.submit(move_to(cpu, 4, 3, 4));                              // out to the store, on the gpu
-  r.drain();
-  REQUIRE(r.plan.lane(gpu).queue.size() == 3); // the copy in waits for sim:0's stage
-
-  r.plan.failed(sim0, 0, "sim:0: boom");
-  r.drain();
-  const auto ops = r.ops_of(gpu);
-  REQUIRE(ops.size() == 3);
-  CHECK(ops[0].kind == ag::op_kind::fill);
-  CHECK(ops[1].kind == ag::op_kind::fill);
-  CHECK(std::isnan(ops[1].scalar));
-  CHECK(ops[2].kind == ag::op_kind::copy);
-  CHECK(ops[2].out.on_host());
-  CHECK_THAT(r.plan.tensor(4)->failure, Contains("boom"));
-}
