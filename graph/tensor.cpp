@@ -11,13 +11,6 @@
 
 namespace ag {
 
-const char* to_string(dtype t) noexcept {
-  switch (t) {
-    case dtype::float32: return "float32";
-  }
-  return "dtype?";
-}
-
 namespace detail {
 
 tensor_node::~tensor_node() {

@@ -13,16 +13,13 @@
 #include <vector>
 
 #include "actorgraph/device.hpp"
+#include "actorgraph/dtype.hpp"
 
 namespace ag {
 
 namespace detail {
 struct tensor_node;
 } // namespace detail
-
-enum class dtype : uint8_t { float32 = 0 };
-
-const char* to_string(dtype t) noexcept;
 
 using shape_t = std::vector<int64_t>;
 
