@@ -13,6 +13,7 @@
 #include "actorgraph/tensor.hpp"
 #include "graph/collective.hpp"
 #include "graph/op.hpp"
+#include "graph/shape_rules.hpp" // element_count, checked_product, shape_string
 
 namespace ag::detail {
 
@@ -79,13 +80,5 @@ struct tensor_node {
 // Names the result of the operator `req` describes (req.out, a fresh id), submits it and returns
 // the handle of that result: a tensor of `shape` on req.where.
 tensor submit(const std::shared_ptr<runtime_core>& rt, op_request&& req, shape_t shape);
-
-// Elements of a shape; throws ag::error naming `what` for a negative dimension or an overflow.
-uint64_t element_count(const shape_t& shape, const char* what);
-
-// a * b for a dimension; throws ag::error naming `what` and both factors when it does not fit.
-int64_t checked_product(int64_t a, int64_t b, const std::string& what);
-
-std::string shape_string(const shape_t& shape);
 
 } // namespace ag::detail

@@ -34,39 +34,6 @@ tensor submit(const std::shared_ptr<runtime_core>& rt, op_request&& req, shape_t
   return tensor_node::make(rt, out, std::move(shape), where);
 }
 
-uint64_t element_count(const shape_t& shape, const char* what) {
-  for (auto d : shape)
-    if (d < 0)
-      throw error(std::string{what} + ": negative dimension in shape " + shape_string(shape));
-  // A dimension of 0 makes an empty tensor, however large the others are.
-  if (std::find(shape.begin(), shape.end(), int64_t{0}) != shape.end())
-    return 0;
-  uint64_t n = 1;
-  for (auto d : shape) {
-    // Keep byte counts (8 * n, the widest element) representable.
-    if (n > (std::numeric_limits<uint64_t>::max() / 8) / static_cast<uint64_t>(d))
-      throw error(std::string{what} + ": shape " + shape_string(shape) + " has more elements than "
-                  + std::to_string(std::numeric_limits<uint64_t>::max() / 8) + " (2^61 - 1)");
-    n *= static_cast<uint64_t>(d);
-  }
-  return n;
-}
-
-int64_t checked_product(int64_t a, int64_t b, const std::string& what) {
-  int64_t out = 0;
-  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &out))
-    throw error(what + ": " + std::to_string(a) + " * " + std::to_string(b)
-                + " does not fit a dimension (at most 2^63 - 1)");
-  return out;
-}
-
-std::string shape_string(const shape_t& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 } // namespace detail
 
 using detail::tensor_node;
