@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 namespace ag {
 
@@ -142,36 +143,36 @@ struct bfloat16 {
 
 static_assert(sizeof(half) == 2 && sizeof(bfloat16) == 2);
 
-// The dtype of a host value type: dtype_of<float>, dtype_of<ag::half>, ... (the types
-// from_vector() and values<T>() take).
-template <class T>
-struct dtype_of;
-template <>
-struct dtype_of<float> {
-  static constexpr dtype value = dtype::float32;
-};
-template <>
-struct dtype_of<half> {
-  static constexpr dtype value = dtype::float16;
-};
-template <>
-struct dtype_of<bfloat16> {
-  static constexpr dtype value = dtype::bfloat16;
-};
-template <>
-struct dtype_of<int32_t> {
-  static constexpr dtype value = dtype::int32;
-};
-template <>
-struct dtype_of<int64_t> {
-  static constexpr dtype value = dtype::int64;
-};
-template <>
-struct dtype_of<uint8_t> {
-  static constexpr dtype value = dtype::uint8;
-};
+namespace detail {
 
 template <class T>
-inline constexpr dtype dtype_of_v = dtype_of<T>::value;
+inline constexpr bool is_value_type =
+  std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>
+  || std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> || std::is_same_v<T, uint8_t>;
+
+template <class T>
+constexpr dtype dtype_for() noexcept {
+  static_assert(is_value_type<T>, "a tensor holds float, ag::half, ag::bfloat16, int32_t, "
+                                  "int64_t or uint8_t values");
+  if constexpr (std::is_same_v<T, half>)
+    return dtype::float16;
+  else if constexpr (std::is_same_v<T, bfloat16>)
+    return dtype::bfloat16;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return dtype::int32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return dtype::int64;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return dtype::uint8;
+  else
+    return dtype::float32;
+}
+
+} // namespace detail
+
+// The dtype of a host value type: dtype_of_v<float>, dtype_of_v<ag::half>, ... (the types
+// from_vector() and values<T>() take).
+template <class T>
+inline constexpr dtype dtype_of_v = detail::dtype_for<T>();
 
 } // namespace ag

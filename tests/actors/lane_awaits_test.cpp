@@ -316,25 +316,45 @@ TEST_CASE("a lane failing before it ran what sent operators await taints what th
   CHECK(w.board.board().lane_failed(cpu)); // a runner awaiting the cpu goes on
 }
 
+namespace {
+
+// A planner on a board with #1 on sim:0 and #2 on sim:1, acknowledged; then 7000 all_reduces of
+// them (21 000 operators on each lane) that sim:1 acknowledges nothing of: it stopped.
+struct behind_stopped_sim1 {
+  static constexpr ag::operand_id count = 7000;
+  ag::local_board board{3};
+  rig r{setup(board)};
+  uint64_t done0 = 0, done1 = 0;
+
+  behind_stopped_sim1() {
+    r.submit(upload(sim0, 1, {1, 2, 3, 4}));
+    r.submit(upload(sim1, 2, {10, 20, 30, 40}));
+    r.drain();
+    for (uint32_t l : {cpu, sim0, sim1})
+      r.plan.done(l, r.plan.lane(l).sent, 0);
+    done0 = r.plan.lane(sim0).done;
+    done1 = r.plan.lane(sim1).done;
+    for (ag::operand_id i = 0; i < count; ++i)
+      r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1},
+                          {100 + 2 * i, 101 + 2 * i}, {sim0, sim1}, 4));
+    r.drain();
+  }
+  static ag::planner_setup setup(ag::local_board& b) {
+    auto s = setup_of(std::size_t{8} << 20); // room for the staging of every all_reduce
+    s.board = &b.board();
+    return s;
+  }
+};
+
+} // namespace
+
 TEST_CASE("awaits go out at most await_window operators ahead of what the lane they wait for "
           "acknowledged, and a failure of that lane taints what was sent and what was held alike",
           "[awaits][planner][collectives]") {
-  ag::local_board board{3};
-  auto s = setup_of(std::size_t{8} << 20); // room for the staging of every all_reduce below
-  s.board = &board.board();
-  rig r{s};
-  r.submit(upload(sim0, 1, {1, 2, 3, 4}));
-  r.submit(upload(sim1, 2, {10, 20, 30, 40}));
-  r.drain();
-  for (uint32_t l : {cpu, sim0, sim1})
-    r.plan.done(l, r.plan.lane(l).sent, 0);
-  const uint64_t done0 = r.plan.lane(sim0).done, done1 = r.plan.lane(sim1).done;
-  // sim:1 acknowledges nothing more (stopped): 7000 all_reduces are 21 000 operators on it.
-  constexpr ag::operand_id count = 7000;
-  for (ag::operand_id i = 0; i < count; ++i)
-    r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1},
-                        {100 + 2 * i, 101 + 2 * i}, {sim0, sim1}, 4));
-  r.drain();
+  behind_stopped_sim1 w;
+  auto& r = w.r;
+  const uint64_t done0 = w.done0, done1 = w.done1;
+  constexpr ag::operand_id count = behind_stopped_sim1::count;
   CHECK(r.plan.lane(cpu).queue.size() > 0); // held, not sent
   for (const auto& op : r.ops_of(cpu))
     if (op.kind == ag::op_kind::await)
@@ -350,22 +370,11 @@ TEST_CASE("awaits go out at most await_window operators ahead of what the lane t
 TEST_CASE("after a lane fails, what the others still hold of work computed from its loss goes out "
           "at once as NaN stand-ins, their awaits emptied",
           "[awaits][planner][collectives][faults]") {
-  ag::local_board board{3};
-  auto s = setup_of(std::size_t{8} << 20); // room for the staging of every all_reduce below
-  s.board = &board.board();
-  rig r{s};
-  r.submit(upload(sim0, 1, {1, 2, 3, 4}));
-  r.submit(upload(sim1, 2, {10, 20, 30, 40}));
-  r.drain();
-  for (uint32_t l : {cpu, sim0, sim1})
-    r.plan.done(l, r.plan.lane(l).sent, 0);
-  // sim:1 acknowledges nothing more: the cpu's sums wait for it, sim:0's copies back for them,
-  // and beyond the await window both lanes hold what they have not sent.
-  constexpr ag::operand_id count = 7000;
-  for (ag::operand_id i = 0; i < count; ++i)
-    r.submit(collective(ag::collective_kind::all_reduce, {1, 2}, {sim0, sim1},
-                        {100 + 2 * i, 101 + 2 * i}, {sim0, sim1}, 4));
-  r.drain();
+  // The cpu's sums wait for sim:1, sim:0's copies back for them, and beyond the await window both
+  // lanes hold what they have not sent.
+  behind_stopped_sim1 w;
+  auto& r = w.r;
+  constexpr ag::operand_id count = behind_stopped_sim1::count;
   REQUIRE(r.plan.lane(cpu).queue.size() > 0);
   REQUIRE(r.plan.lane(sim0).queue.size() > 0);
   const auto cpu_ops_before = r.ops_of(cpu).size(), sim0_ops_before = r.ops_of(sim0).size();
