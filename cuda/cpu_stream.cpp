@@ -40,6 +40,10 @@ public:
   }
 
   void relu(const float* a, float* out, std::size_t count) override { cpu::relu(a, out, count); }
+  void random(random_kind kind, float* out, std::size_t count, uint64_t seed, uint64_t first,
+              float a, float b) override {
+    cpu::random(kind, out, count, seed, first, a, b);
+  }
 
   void sum(const float* a, float* out, std::size_t count) override { cpu::sum(a, out, count); }
 

@@ -164,6 +164,21 @@ void relu(const float* a, float* out, std::size_t count, cudaStream_t stream) {
   AG_CUDA_TRY(cudaGetLastError());
 }
 
+__global__ void random_kernel(random_kind kind, float* out, std::size_t count, uint64_t seed,
+                              uint64_t first, float a, float b) {
+  for (std::size_t i = first_index(); i < count; i += grid_stride())
+    out[i] = philox::draw(kind, seed, first + i, a, b);
+}
+
+void random(random_kind kind, float* out, std::size_t count, uint64_t seed, uint64_t first, float a,
+            float b, cudaStream_t stream) {
+  if (count == 0)
+    return;
+  random_kernel<<<grid_for(count, elementwise_max_blocks), block_threads, 0, stream>>>(
+    kind, out, count, seed, first, a, b);
+  AG_CUDA_TRY(cudaGetLastError());
+}
+
 // The parts of a sum_parts, by value (kernel parameters): no device array to allocate per launch.
 struct part_list {
   const float* p[16];

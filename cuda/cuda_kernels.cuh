@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include "graph/op.hpp"
+#include "graph/philox.hpp"
 
 namespace ag::cuda {
 
@@ -20,6 +21,9 @@ void binary(op_kind kind, const float* a, const float* b, float* out, std::size_
             cudaStream_t stream);
 // out may alias a.
 void relu(const float* a, float* out, std::size_t count, cudaStream_t stream);
+// The twin of cpu::random, bit for bit (graph/philox.hpp spells out every rounding).
+void random(random_kind kind, float* out, std::size_t count, uint64_t seed, uint64_t first, float a,
+            float b, cudaStream_t stream);
 
 // The sum reduces in two passes, in double, through a scratch array of partial sums that the
 // caller owns (so that a sum costs no allocation): at least sum_scratch_bytes, device memory.

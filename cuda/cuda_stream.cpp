@@ -235,6 +235,10 @@ public:
     cuda::binary(kind, a, b, out, count, stream_.get());
   }
 
+  void random(random_kind kind, float* out, std::size_t count, uint64_t seed, uint64_t first,
+              float a, float b) override {
+    cuda::random(kind, out, count, seed, first, a, b, stream_.get());
+  }
   void relu(const float* a, float* out, std::size_t count) override {
     cuda::relu(a, out, count, stream_.get());
   }

@@ -9,6 +9,7 @@
 
 #include "actorgraph/device.hpp"
 #include "graph/op.hpp"
+#include "graph/philox.hpp"
 
 namespace ag {
 
@@ -27,6 +28,10 @@ public:
   virtual void binary(op_kind kind, const float* a, const float* b, float* out,
                       std::size_t count) = 0;
   virtual void relu(const float* a, float* out, std::size_t count) = 0;
+  // out[i] = element first + i of the random stream of `seed` (graph/philox.hpp): uniform in
+  // [a, b), or normal with mean a and standard deviation b. The same bits on every device kind.
+  virtual void random(random_kind kind, float* out, std::size_t count, uint64_t seed,
+                      uint64_t first, float a, float b) = 0;
   virtual void sum(const float* a, float* out, std::size_t count) = 0;
   // Row-major out[m,n] = a[m,k] x b[k,n].
   virtual void matmul(const float* a, const float* b, float* out, std::size_t m, std::size_t k,

@@ -258,3 +258,13 @@ TEST_CASE("cpu matmul with an inner dimension of 0 writes zeros", "[cuda-ref]") 
   for (float x : out)
     CHECK(x == 0.0f);
 }
+
+TEST_CASE("a random fill on the cpu from element `first` is the stream from that element",
+          "[graph][random]") {
+  std::vector<float> whole(100), tail(60);
+  ag::cpu::random(ag::random_kind::normal, whole.data(), whole.size(), 9, 0, 1.0f, 2.0f);
+  ag::cpu::random(ag::random_kind::normal, tail.data(), tail.size(), 9, 40, 1.0f, 2.0f);
+  CHECK(std::vector<float>(whole.begin() + 40, whole.end()) == tail);
+  for (std::size_t i = 0; i < whole.size(); ++i)
+    CHECK(whole[i] == ag::philox::normal(9, i, 1.0f, 2.0f));
+}

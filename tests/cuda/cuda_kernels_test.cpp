@@ -108,6 +108,24 @@ TEST_CASE("cuda fill matches the CPU reference", "[cuda]") {
   }
 }
 
+TEST_CASE("cuda random fills give the CPU reference's bits, uniform and normal, from any first "
+          "element",
+          "[cuda][random]") {
+  auto s = gpu0();
+  for (auto kind : {ag::random_kind::uniform, ag::random_kind::normal}) {
+    for (std::size_t count : sizes) {
+      for (uint64_t first : {uint64_t{0}, uint64_t{3}, (uint64_t{1} << 34) + 1}) {
+        INFO("kind " << static_cast<int>(kind) << ", count " << count << ", first " << first);
+        device_buffer out(*s, count);
+        s->random(kind, out.get(), count, 0x0123456789abcdefull, first, -2.0f, 3.0f);
+        std::vector<float> want(count);
+        ag::cpu::random(kind, want.data(), count, 0x0123456789abcdefull, first, -2.0f, 3.0f);
+        require_identical(download(*s, out.get(), count), want);
+      }
+    }
+  }
+}
+
 TEST_CASE("cuda add, sub, mul and div match the CPU reference bit for bit", "[cuda]") {
   auto s = gpu0();
   for (ag::op_kind kind : {ag::op_kind::add, ag::op_kind::sub, ag::op_kind::mul,

@@ -110,6 +110,10 @@ public:
               std::size_t n) override {
     inner_->matmul(a, b, out, m, k, n);
   }
+  void random(ag::random_kind kind, float* out, std::size_t count, uint64_t seed, uint64_t first,
+              float a, float b) override {
+    inner_->random(kind, out, count, seed, first, a, b);
+  }
   void copy(void* dst, bool dst_on_host, const void* src, bool src_on_host,
             std::size_t bytes) override {
     inner_->copy(dst, dst_on_host, src, src_on_host, bytes);
