@@ -31,15 +31,15 @@ void binary(op_kind kind, const float* a, const float* b, float* out, std::size_
 
 // NaN stays NaN, so that a NaN upstream is not hidden as a 0 (as fmaxf(x, 0) would). -0.0 and
 // every other value not above 0 give +0.0, as in cuda_kernels.cu.
+void relu(const float* a, float* out, std::size_t count) noexcept {
+  for (std::size_t i = 0; i < count; ++i)
+    out[i] = a[i] > 0.0f || a[i] != a[i] ? a[i] : 0.0f;
+}
+
 void random(random_kind kind, float* out, std::size_t count, uint64_t seed, uint64_t first, float a,
             float b) noexcept {
   for (std::size_t i = 0; i < count; ++i)
     out[i] = philox::draw(kind, seed, first + i, a, b);
-}
-
-void relu(const float* a, float* out, std::size_t count) noexcept {
-  for (std::size_t i = 0; i < count; ++i)
-    out[i] = a[i] > 0.0f || a[i] != a[i] ? a[i] : 0.0f;
 }
 
 void sum(const float* a, float* out, std::size_t count) noexcept {
