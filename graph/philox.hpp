@@ -74,6 +74,15 @@ AG_HOST_DEVICE inline double sqrt(double a) {
 #endif
 }
 
+// c[0] + c[1] x + ... + c[N-1] x^(N-1), by Horner's rule from the highest power.
+template <int N>
+AG_HOST_DEVICE inline double horner(double x, const double (&c)[N]) {
+  double p = c[N - 1];
+  for (int i = N - 2; i >= 0; --i)
+    p = fma(p, x, c[i]);
+  return p;
+}
+
 constexpr double ln2 = 0.6931471805599453094;
 constexpr double ln2_24 = 16.635532333438687426; // 24 ln 2: ln 2^24
 constexpr double two_pi = 6.283185307179586477;
@@ -107,28 +116,14 @@ AG_HOST_DEVICE inline void cos_sin_turns(uint32_t j, double& c, double& s) {
   const double r = static_cast<double>(rj) * (1.0 / 16777216.0);               // exact
   const double x = mul(r, two_pi);
   const double x2 = mul(x, x);
-  // sin x = x (1 - x^2/3! + x^4/5! - ... - x^18/19!), cos x = 1 - x^2/2! + ... - x^18/18!, each
-  // by Horner from its highest power.
-  double sp = -1.0 / 121645100408832000.0;
-  sp = fma(sp, x2, 1.0 / 355687428096000.0);
-  sp = fma(sp, x2, -1.0 / 1307674368000.0);
-  sp = fma(sp, x2, 1.0 / 6227020800.0);
-  sp = fma(sp, x2, -1.0 / 39916800.0);
-  sp = fma(sp, x2, 1.0 / 362880.0);
-  sp = fma(sp, x2, -1.0 / 5040.0);
-  sp = fma(sp, x2, 1.0 / 120.0);
-  sp = fma(sp, x2, -1.0 / 6.0);
-  sp = fma(sp, x2, 1.0);
-  double cp = -1.0 / 6402373705728000.0;
-  cp = fma(cp, x2, 1.0 / 20922789888000.0);
-  cp = fma(cp, x2, -1.0 / 87178291200.0);
-  cp = fma(cp, x2, 1.0 / 479001600.0);
-  cp = fma(cp, x2, -1.0 / 3628800.0);
-  cp = fma(cp, x2, 1.0 / 40320.0);
-  cp = fma(cp, x2, -1.0 / 720.0);
-  cp = fma(cp, x2, 1.0 / 24.0);
-  cp = fma(cp, x2, -1.0 / 2.0);
-  cp = fma(cp, x2, 1.0);
+  // sin x = x (1 - x^2/3! + x^4/5! - ... - x^18/19!), cos x = 1 - x^2/2! + ... - x^18/18!.
+  const double sin_c[] = {1.0, -1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880, -1.0 / 39916800,
+                          1.0 / 6227020800.0, -1.0 / 1307674368000.0, 1.0 / 355687428096000.0,
+                          -1.0 / 121645100408832000.0};
+  const double cos_c[] = {1.0, -1.0 / 2, 1.0 / 24, -1.0 / 720, 1.0 / 40320, -1.0 / 3628800,
+                          1.0 / 479001600.0, -1.0 / 87178291200.0, 1.0 / 20922789888000.0,
+                          -1.0 / 6402373705728000.0};
+  const double sp = horner(x2, sin_c), cp = horner(x2, cos_c);
   const double sn = mul(x, sp), cs = cp;
   switch (q) {
     case 0: c = cs, s = sn; break;
