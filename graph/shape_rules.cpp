@@ -99,36 +99,38 @@ shape_t broadcast_strides(const shape_t& shape, const shape_t& strides, const sh
 
 shape_t reshape_shape(const shape_t& from, const shape_t& to, const char* what) {
   const uint64_t have = element_count(from, what);
+  auto cannot_hold = [&] {
+    return error(std::string{what} + ": shape " + shape_string(to) + " cannot hold the "
+                 + std::to_string(have) + " elements of " + shape_string(from));
+  };
   shape_t out = to;
   std::size_t inferred = out.size();
-  uint64_t known = 1;
-  bool zero = false;
   for (std::size_t i = 0; i < out.size(); ++i) {
-    if (out[i] == -1) {
-      if (inferred != out.size())
-        throw error(std::string{what} + ": shape " + shape_string(to)
-                    + " infers more than one dimension (-1)");
+    if (out[i] == -1 && inferred != out.size())
+      throw error(std::string{what} + ": shape " + shape_string(to)
+                  + " infers more than one dimension (-1)");
+    if (out[i] == -1)
       inferred = i;
-    } else if (out[i] < 0) {
+    else if (out[i] < 0)
       throw error(std::string{what} + ": invalid dimension " + std::to_string(out[i])
                   + " in shape " + shape_string(to) + " (a size, or -1 to infer one)");
-    } else if (out[i] == 0) {
-      zero = true;
-    } else {
-      known = known * static_cast<uint64_t>(out[i]); // checked below, through element_count
-      if (known > std::numeric_limits<uint64_t>::max() / 8)
-        break;
-    }
   }
+  // The elements of the dimensions given: 0 with any 0 among them, however large the others.
+  uint64_t known = 1;
+  const bool zero = std::find(out.begin(), out.end(), int64_t{0}) != out.end();
+  for (std::size_t i = 0; i < out.size() && !zero; ++i)
+    if (i != inferred && __builtin_mul_overflow(known, static_cast<uint64_t>(out[i]), &known))
+      throw cannot_hold(); // more than 2^64, where `have` is below 2^61
+  if (zero)
+    known = 0;
   if (inferred != out.size()) {
-    if (zero || known == 0 || have % known != 0)
-      throw error(std::string{what} + ": shape " + shape_string(to) + " cannot hold the "
-                  + std::to_string(have) + " elements of " + shape_string(from));
+    if (known == 0 || have % known != 0)
+      throw cannot_hold();
     out[inferred] = static_cast<int64_t>(have / known);
+  } else if (known != have) {
+    throw cannot_hold();
   }
-  if (element_count(out, what) != have)
-    throw error(std::string{what} + ": shape " + shape_string(to) + " cannot hold the "
-                + std::to_string(have) + " elements of " + shape_string(from));
+  element_count(out, what); // at most max_dims dimensions
   return out;
 }
 

@@ -2,8 +2,6 @@
 // the request to the executor. Nothing here waits, except to_vector().
 #include "actorgraph/tensor.hpp"
 
-#include <algorithm>
-#include <limits>
 #include <string>
 
 #include "actorgraph/error.hpp"

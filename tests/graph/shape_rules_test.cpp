@@ -117,6 +117,15 @@ TEST_CASE("reshape infers at most one dimension and keeps the element count", "[
                     Contains("cannot hold the 6 elements"));
   CHECK_THROWS_WITH(d::reshape_shape({0, 3}, {-1, 0}, "reshape"),
                     Contains("cannot hold the 0 elements"));
+  // Dimensions whose product passes 2^64, before or after the one inferred, or a bad one after.
+  CHECK_THROWS_WITH(d::reshape_shape({6}, {INT64_MAX, INT64_MAX, -1}, "reshape"),
+                    Contains("cannot hold the 6 elements"));
+  CHECK_THROWS_WITH(d::reshape_shape({6}, {-1, INT64_MAX, INT64_MAX}, "reshape"),
+                    Contains("cannot hold the 6 elements"));
+  CHECK_THROWS_WITH(d::reshape_shape({6}, {INT64_MAX, INT64_MAX, -2}, "reshape"),
+                    Contains("invalid dimension -2"));
+  CHECK_THROWS_WITH(d::reshape_shape({6}, {1, 1, 1, 1, 1, 1, 1, 1, 6}, "reshape"),
+                    Contains("has 9 dimensions; at most 8"));
 }
 
 TEST_CASE("a permutation names every dimension once", "[graph][shapes]") {
