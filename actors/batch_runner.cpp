@@ -46,7 +46,7 @@ std::vector<std::pair<operand_id, std::size_t>> release_points(const batch& b) {
     if (b.ops[i].kind == op_kind::peer_sum)
       for (auto& l : last)
         l.second = i + 1;
-    for (const auto* ref : {&b.ops[i].a, &b.ops[i].b, &b.ops[i].out}) {
+    for (const auto* ref : {&b.ops[i].a, &b.ops[i].b, &b.ops[i].c, &b.ops[i].out}) {
       if (ref->id == 0 || ref->on_host())
         continue;
       auto it = std::lower_bound(last.begin(), last.end(), std::pair{ref->id, std::size_t{0}});

@@ -163,7 +163,7 @@ struct held_request {
   // chunk order (actors/planner_collective.cpp) placed so far
   uint64_t streamed = 0;
   operand_id operand = 0; // release, fetch, piece
-  uint64_t first = 0;     // piece: its first element, and its count
+  uint64_t first = 0;     // piece: its first byte, and its bytes
   uint64_t count = 0;
   uint64_t wait = 0;      // sync, fetch, piece: the wait it answers (and the id of its deadline)
   bool answered = false;  // sync, fetch, piece: its deadline passed while it was held

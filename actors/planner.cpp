@@ -289,7 +289,7 @@ uint64_t planner::enqueue(uint32_t l, const op_desc& op, std::initializer_list<d
   // A lane on a node reads the store through the controller's copy of it, which holds what the
   // lane itself wrote there only once that was acknowledged (Data-out comes before Done): such a
   // read waits for its own lane's writer too.
-  const bool store_read_on_node = !ln.dev.local() && (op.a.on_host() || op.b.on_host());
+  const bool store_read_on_node = !ln.dev.local() && (op.a.on_host() || op.b.on_host() || op.c.on_host());
   for (const auto& d : deps) {
     if ((d.lane == l && !store_read_on_node) || d.index == 0)
       continue;
@@ -308,7 +308,7 @@ uint64_t planner::enqueue(uint32_t l, const op_desc& op, std::initializer_list<d
   // the await before it as soon as that operator is sent, not once it is acknowledged.
   for (const auto& d : e.awaited) {
     entry w;
-    w.op = op_desc{op_kind::await, {}, {}, {}, 0, d.index, d.lane, 0};
+    w.op = make_op(op_kind::await, {}, {}, {}, 0, d.index, d.lane, 0);
     w.deps.push_back({d.lane, d.index, true});
     ln.queue.push_back(std::move(w));
     ++ln.entries;
@@ -345,7 +345,7 @@ void planner::settle_awaits() {
 void planner::settle(const op_request& req, std::optional<uint32_t> l, dependency retire) {
   if (!flow_)
     return;
-  flow_->release_bytes(req.data.size() * sizeof(float));
+  flow_->release_bytes(req.data.size());
   if (retire.index == 0 || !l) // a device the runtime does not have was charged to the cpu
     flow_->release(l.value_or(cpu_lane), 1);
   else

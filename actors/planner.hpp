@@ -217,9 +217,9 @@ private:
   placement move(uint32_t dst, op_request& req, uint64_t bytes);
   placement direct_move(uint32_t dst, op_request& req, uint64_t bytes);
   placement compute(uint32_t l, op_request& req);
-  void store_upload(operand_id out, uint64_t offset, const float* data, uint64_t bytes);
+  void store_upload(operand_id out, uint64_t offset, const char* data, uint64_t bytes);
   bool piecewise(const op_request& req) const;
-  uint64_t piece_elems() const;
+  uint64_t piece_elems(dtype t) const;
   bool stream_pieces(held_request& h);
   std::optional<dependency> stream_piece(held_request& h, uint32_t dst);
   bool try_piece(held_request& h);

@@ -45,7 +45,7 @@ uint64_t chunk_order_elems(const collective_request& c) {
 
 // A copy of n elements; a piece of a `total`-element device operand at `first` unless whole.
 op_desc copy_of(operand_ref out, operand_ref a, uint64_t n, uint64_t first, uint64_t total) {
-  op_desc op{op_kind::copy, out, a, {}, n, 0, 0, 0};
+  op_desc op = make_op(op_kind::copy, out, a, {}, n, 0, 0, 0);
   if (n != total) {
     op.m = first;
     op.n = total;
@@ -138,7 +138,7 @@ bool planner::stream_collective(held_request& h) {
   if (total == 0) // empty results are still made on their devices
     for (std::size_t q = 0; q < c.outs.size(); ++q)
       if (auto l = *lane_of(c.to[q]); l != cpu_lane && tensors_[c.outs[q]].failure.empty())
-        enqueue(l, op_desc{op_kind::fill, {c.outs[q], no_offset}, {}, {}, 0, 0, 0, 0});
+        enqueue(l, make_op(op_kind::fill, {c.outs[q], no_offset}, {}, {}, 0, 0, 0, 0));
   auto devices = c.from;
   devices.insert(devices.end(), c.to.begin(), c.to.end());
   note_path(to_string(c.kind), devices, false);
@@ -268,7 +268,7 @@ bool planner::place_chunk(const collective_request& c, uint64_t at, uint64_t n) 
   staged_chunk value = staged.front();
   if (sum) {
     const operand_ref acc{0, got[next++]};
-    op_desc add{op_kind::add, acc, staged[0].ref, staged[1].ref, n, 0, 0, 0};
+    op_desc add = make_op(op_kind::add, acc, staged[0].ref, staged[1].ref, n, 0, 0, 0);
     uint64_t index = enqueue(cpu_lane, add, {staged[0].written, staged[1].written});
     for (std::size_t r = 2; r < staged.size(); ++r) {
       add.a = acc;
@@ -318,7 +318,7 @@ void planner::lose_rest(const collective_request& c, uint64_t at, const std::str
       continue;
     }
     if (made < total) {
-      op_desc nan{op_kind::fill, {c.outs[q], no_offset}, {}, {}, total - made, made, 0, total};
+      op_desc nan = make_op(op_kind::fill, {c.outs[q], no_offset}, {}, {}, total - made, made, 0, total);
       nan.scalar = std::numeric_limits<float>::quiet_NaN();
       enqueue(rec.lane, nan);
     }
@@ -372,7 +372,7 @@ std::optional<uint64_t> planner::write_group(const collective_request& c) {
   auto off = store_.allocate(bytes);
   if (!off)
     return std::nullopt;
-  store_upload(0, *off, reinterpret_cast<const float*>(group.data()), bytes);
+  store_upload(0, *off, reinterpret_cast<const char*>(group.data()), bytes);
   return off;
 }
 
@@ -410,13 +410,13 @@ bool planner::place_direct(const collective_request& c) {
     for (std::size_t q = 0; q < c.outs.size(); ++q)
       tensors_[c.outs[q]].writer = {
         lane_out(q),
-        enqueue(lane_out(q), op_desc{op_kind::fill, {c.outs[q], no_offset}, {}, {}, 0, 0, 0, 0})};
+        enqueue(lane_out(q), make_op(op_kind::fill, {c.outs[q], no_offset}, {}, {}, 0, 0, 0, 0))};
   } else if (c.kind == collective_kind::broadcast || c.kind == collective_kind::all_gather) {
     for (std::size_t q = 0; q < c.outs.size(); ++q) {
       const uint32_t l = lane_out(q);
       for (std::size_t r = 0; r < c.parts.size(); ++r) {
-        op_desc op{op_kind::peer_copy, {c.outs[q], no_offset}, {c.parts[r], no_offset}, {},
-                   c.count, 0, tensors_.at(c.parts[r]).lane, 0};
+        op_desc op = make_op(op_kind::peer_copy, {c.outs[q], no_offset}, {c.parts[r], no_offset}, {},
+                   c.count, 0, tensors_.at(c.parts[r]).lane, 0);
         if (c.kind == collective_kind::all_gather) { // a piece: slice r of the result
           op.m = r * c.count;
           op.n = total;
@@ -435,7 +435,7 @@ bool planner::place_direct(const collective_request& c) {
       const uint32_t l = lane_out(r);
       const uint64_t n = std::min(block, c.count - r * block);
       const operand_id id = scatter ? c.outs[r] : next_own_id_++;
-      const op_desc op{op_kind::peer_sum, {id, no_offset}, {0, *group}, {}, n, r * block, w, 0};
+      const op_desc op = make_op(op_kind::peer_sum, {id, no_offset}, {0, *group}, {}, n, r * block, w, 0);
       const dependency written{l, read_directly(l, op, c.parts)};
       if (!scatter)
         tensors_[id] = placed_tensor(l, no_offset, n * sizeof(float), written);
@@ -453,7 +453,7 @@ bool planner::place_direct(const collective_request& c) {
   } else { // one-shot all_reduce
     for (std::size_t q = 0; q < c.outs.size(); ++q) {
       const uint32_t l = lane_out(q);
-      const op_desc op{op_kind::peer_sum, {c.outs[q], no_offset}, {0, *group}, {}, c.count, 0, w, 0};
+      const op_desc op = make_op(op_kind::peer_sum, {c.outs[q], no_offset}, {0, *group}, {}, c.count, 0, w, 0);
       tensors_[c.outs[q]].writer = {l, read_directly(l, op, c.parts)};
     }
   }
@@ -474,8 +474,8 @@ void planner::gather_blocks(const collective_request& c, const std::vector<opera
     const uint32_t l = *lane_of(c.to[q]);
     for (std::size_t r = 0; r < blocks.size(); ++r) {
       const uint64_t n = tensors_.at(blocks[r]).bytes / sizeof(float);
-      const op_desc op{op_kind::peer_copy, {c.outs[q], no_offset}, {blocks[r], no_offset}, {},
-                       n, r * block, block_lanes[r], c.count};
+      const op_desc op = make_op(op_kind::peer_copy, {c.outs[q], no_offset}, {blocks[r], no_offset}, {},
+                       n, r * block, block_lanes[r], c.count);
       tensors_[c.outs[q]].writer = {l, read_directly(l, op, {blocks[r]})};
     }
   }

@@ -8,6 +8,7 @@
 
 #include "actors/planner.hpp"
 #include "graph/export_slot.hpp"
+#include "graph/op_table.hpp"
 #include "ipc/completion_board.hpp"
 
 namespace ag {
@@ -18,17 +19,12 @@ namespace {
 // lost, a NaN fill of that result stands in for it (an await, an export, a peer's forgetting and
 // the direct transfers do more than that, or are another lane's business).
 bool writes_only_its_result(op_kind k) {
-  switch (k) {
-    case op_kind::fill:
-    case op_kind::add:
-    case op_kind::sub:
-    case op_kind::mul:
-    case op_kind::div:
-    case op_kind::matmul:
-    case op_kind::relu:
-    case op_kind::sum:
-    case op_kind::copy: return true;
-    default: return false;
+  if (k == op_kind::copy)
+    return true;
+  switch (info(k).family) {
+    case op_family::transfer:
+    case op_family::control: return false;
+    default: return true;
   }
 }
 
@@ -48,9 +44,11 @@ void make_stand_in(entry& e) {
   }
   op.k = 0;
   op.kind = op_kind::fill;
-  op.scalar = std::numeric_limits<float>::quiet_NaN();
+  op.scalar = std::numeric_limits<double>::quiet_NaN(); // 0 in an integer dtype
   op.a = {};
   op.b = {};
+  op.c = {};
+  op.layout = {};
   e.deps.clear();
   e.awaited.clear();
   e.sources.clear();
@@ -93,7 +91,7 @@ std::string planner::blocker(const op_request& req, std::optional<uint32_t> l) c
     return op_name(req) + ": " + req.where.str() + " is not a device of this runtime";
   if (!lanes_[*l].failed.empty())
     return op_name(req) + ": " + lanes_[*l].failed;
-  for (operand_id in : {req.a, req.b}) {
+  for (operand_id in : {req.a, req.b, req.c}) {
     if (in == 0)
       continue;
     auto it = tensors_.find(in);
@@ -143,7 +141,7 @@ void planner::fail_lane(uint32_t l, const std::string& why) {
   if (ln.remote)
     for (uint32_t q = 0; q < lanes_.size(); ++q)
       if (q != l && lanes_[q].remote && lanes_[q].failed.empty() && peer(q, l))
-        enqueue(q, op_desc{op_kind::peer_forget, {}, {}, {}, 0, 0, l, 0});
+        enqueue(q, make_op(op_kind::peer_forget, {}, {}, {}, 0, 0, l, 0));
   stand_in_for(l, why);
   settle_awaits(); // what waited for l no longer does
   if (!ln.ready)
@@ -241,6 +239,8 @@ void planner::taint_readers(std::unordered_map<uint64_t, std::string> staged) {
     const std::string* why = failure_of(e.op.a);
     if (!why)
       why = failure_of(e.op.b);
+    if (!why)
+      why = failure_of(e.op.c);
     for (std::size_t i = 0; !why && i < e.sources.size(); ++i)
       why = failure_of(operand_ref{e.sources[i], operand_ref::no_offset});
     return why;
@@ -265,6 +265,7 @@ void planner::taint_readers(std::unordered_map<uint64_t, std::string> staged) {
           continue;
         index(e.op.a, &e);
         index(e.op.b, &e);
+        index(e.op.c, &e);
         for (operand_id id : e.sources)
           by_operand[id].push_back(&e);
         work.push_back(&e);

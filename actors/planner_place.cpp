@@ -14,11 +14,14 @@ namespace ag {
 
 namespace {
 
-// A copy of `count` elements from operand ref `a` to `out`; with `total`, elements
+// A copy of `count` elements of t from operand ref `a` to `out`; with `total`, elements
 // [first, first + count) of a `total`-element device operand (docs/PROTOCOL.md, copy).
-op_desc copy_op(operand_ref out, operand_ref a, uint64_t count, uint64_t first = 0,
+op_desc copy_op(dtype t, operand_ref out, operand_ref a, uint64_t count, uint64_t first = 0,
                 uint64_t total = 0) {
-  return op_desc{op_kind::copy, out, a, {}, count, first, 0, total};
+  op_desc op = make_op(op_kind::copy, out, a, {}, count, first, 0, total);
+  op.type = t;
+  op.in_type = t;
+  return op;
 }
 
 constexpr uint64_t no_offset = operand_ref::no_offset;
@@ -40,7 +43,7 @@ bool planner::try_submit(op_request& req) {
 }
 
 placement planner::place(uint32_t l, op_request& req) {
-  const uint64_t bytes = req.count * sizeof(float);
+  const uint64_t bytes = req.bytes();
   switch (req.kind) {
     case op_kind::upload: return upload(l, req, bytes);
     case op_kind::copy: return move(l, req, bytes);
@@ -49,13 +52,12 @@ placement planner::place(uint32_t l, op_request& req) {
 }
 
 // Writes upload data to the store (and to the trace, which replays it).
-void planner::store_upload(operand_id out, uint64_t offset, const float* data, uint64_t bytes) {
+void planner::store_upload(operand_id out, uint64_t offset, const char* data, uint64_t bytes) {
   if (bytes > 0) // an empty vector's data() may be null, which memcpy must not get
     std::memcpy(store_base_ + offset, data, bytes);
   if (trace_) {
     trace::store_write_rec rec{out, offset, {}};
-    const auto* p = reinterpret_cast<const char*>(data);
-    rec.data.assign(p, p + bytes);
+    rec.data.assign(data, data + bytes);
     trace_->write(rec);
   }
 }
@@ -69,7 +71,7 @@ placement planner::upload(uint32_t l, op_request& req, uint64_t bytes) {
     tensors_[req.out] = placed_tensor(cpu_lane, *off, bytes, {});
     return {};
   }
-  const uint64_t index = enqueue(l, copy_op({req.out, no_offset}, {0, *off}, req.count));
+  const uint64_t index = enqueue(l, copy_op(req.type, {req.out, no_offset}, {0, *off}, req.count));
   tensors_[req.out] = placed_tensor(l, no_offset, bytes, {l, index});
   free_later(*off, bytes);
   return {false, {l, index}};
@@ -83,7 +85,8 @@ placement planner::move(uint32_t dst, op_request& req, uint64_t bytes) {
     return direct_move(dst, req, bytes);
   if (src.lane == cpu_lane) { // store -> device
     const uint64_t index =
-      enqueue(dst, copy_op({req.out, no_offset}, {req.a, src.offset}, req.count), {src.writer});
+      enqueue(dst, copy_op(req.type, {req.out, no_offset}, {req.a, src.offset}, req.count),
+              {src.writer});
     tensors_[req.out] = placed_tensor(dst, no_offset, bytes, {dst, index});
     return {false, {dst, index}};
   }
@@ -91,8 +94,8 @@ placement planner::move(uint32_t dst, op_request& req, uint64_t bytes) {
   if (!off)
     return no_space(req.out, bytes, "to(" + req.where.str() + ") -> #" + std::to_string(req.out));
   const operand_ref staged{dst == cpu_lane ? req.out : 0, *off};
-  const dependency written{src.lane,
-                           enqueue(src.lane, copy_op(staged, {req.a, no_offset}, req.count))};
+  const dependency written{
+    src.lane, enqueue(src.lane, copy_op(req.type, staged, {req.a, no_offset}, req.count))};
   if (dst == cpu_lane) { // device -> store: the store range is the cpu tensor
     tensors_[req.out] = placed_tensor(cpu_lane, *off, bytes, written);
     return {false, written};
@@ -100,7 +103,7 @@ placement planner::move(uint32_t dst, op_request& req, uint64_t bytes) {
   // device -> staging range -> device
   note_path("to", {lanes_[src.lane].dev, req.where}, false);
   const uint64_t index =
-    enqueue(dst, copy_op({req.out, no_offset}, {0, *off}, req.count), {written});
+    enqueue(dst, copy_op(req.type, {req.out, no_offset}, {0, *off}, req.count), {written});
   tensors_[req.out] = placed_tensor(dst, no_offset, bytes, {dst, index});
   free_later(*off, bytes);
   return {false, {dst, index}};
@@ -114,8 +117,9 @@ placement planner::direct_move(uint32_t dst, op_request& req, uint64_t bytes) {
   if (!export_all({req.a}, 0, none))
     return no_space(req.out, sizeof(export_slot), "the export of #" + std::to_string(req.a));
   const auto& src = tensors_.at(req.a);
-  const op_desc op{op_kind::peer_copy, {req.out, no_offset}, {req.a, no_offset}, {}, req.count,
-                   0, src.lane, 0};
+  op_desc op = make_op(op_kind::peer_copy, {req.out, no_offset}, {req.a, no_offset}, {}, req.count,
+             0, src.lane, 0);
+  op.type = op.in_type = req.type;
   const uint64_t index = read_directly(dst, op, {req.a});
   note_path("to", {lanes_[src.lane].dev, req.where}, true);
   tensors_[req.out] = placed_tensor(dst, no_offset, bytes, {dst, index});
@@ -177,8 +181,8 @@ void planner::export_operand(operand_id id, uint64_t slot) {
   if (store_base_ != nullptr)
     export_slots::clear(store_base_ + slot);
   auto& rec = tensors_.at(id);
-  const op_desc op{op_kind::peer_export, {0, slot}, {id, no_offset}, {}, rec.bytes / sizeof(float),
-                   0, 0, 0};
+  op_desc op = make_op(op_kind::peer_export, {0, slot}, {id, no_offset}, {}, rec.bytes, 0, 0, 0);
+  op.type = op.in_type = dtype::uint8; // the operand's bytes
   rec.export_slot = slot;
   rec.exported = {rec.lane, enqueue(rec.lane, op)};
 }
@@ -254,19 +258,20 @@ placement planner::compute(uint32_t l, op_request& req) {
   op.k = req.k;
   op.n = req.n;
   op.scalar = req.scalar;
-  dependency deps[2]; // the writers of a and b (index 0: nothing to wait for)
+  op.type = req.type;
+  op.in_type = req.in_type;
+  op.layout = std::move(req.layout);
+  dependency deps[3]; // the writers of a, b and c (index 0: nothing to wait for)
   for (auto [id, ref, dep] :
-       {std::tuple{req.a, &op.a, &deps[0]}, std::tuple{req.b, &op.b, &deps[1]}}) {
+       {std::tuple{req.a, &op.a, &deps[0]}, std::tuple{req.b, &op.b, &deps[1]},
+        std::tuple{req.c, &op.c, &deps[2]}}) {
     if (id == 0)
       continue;
     const auto& rec = tensors_.at(id);
     *ref = {id, rec.offset};
     *dep = rec.writer;
   }
-  const uint64_t out_elems = req.kind == op_kind::sum      ? 1
-                             : req.kind == op_kind::matmul ? req.m * req.n
-                                                           : req.count;
-  const uint64_t bytes = out_elems * sizeof(float);
+  const uint64_t bytes = req.bytes();
   op.out = {req.out, no_offset};
   if (l == cpu_lane) {
     auto off = store_.allocate(bytes);
@@ -274,7 +279,7 @@ placement planner::compute(uint32_t l, op_request& req) {
       return no_space(req.out, bytes, op_name(req));
     op.out.offset = *off;
   }
-  const uint64_t index = enqueue(l, op, {deps[0], deps[1]});
+  const uint64_t index = enqueue(l, op, {deps[0], deps[1], deps[2]});
   tensors_[req.out] = placed_tensor(l, op.out.offset, bytes, {l, index});
   return {false, {l, index}};
 }
@@ -283,7 +288,7 @@ placement planner::compute(uint32_t l, op_request& req) {
 
 // Transfers larger than half the store go through it a quarter of it at a time.
 bool planner::piecewise(const op_request& req) const {
-  if (req.count * sizeof(float) <= store_.capacity() / 2 || req.where.is_cpu())
+  if (req.bytes() <= store_.capacity() / 2 || req.where.is_cpu())
     return false;
   if (req.kind == op_kind::upload)
     return true;
@@ -295,8 +300,8 @@ bool planner::piecewise(const op_request& req) const {
          && !(dst && peer(*dst, it->second.lane)); // a direct move needs no store
 }
 
-uint64_t planner::piece_elems() const {
-  return std::max<uint64_t>(1, store_.capacity() / 4 / sizeof(float));
+uint64_t planner::piece_elems(dtype t) const {
+  return std::max<uint64_t>(1, store_.capacity() / 4 / size_of(t));
 }
 
 // Places as many pieces of the held head's transfer as the store has room for; true once every
@@ -310,7 +315,7 @@ bool planner::stream_pieces(held_request& h) {
       settle(req, l, {});
       return true;
     }
-    tensors_[req.out] = placed_tensor(*l, no_offset, req.count * sizeof(float), {});
+    tensors_[req.out] = placed_tensor(*l, no_offset, req.bytes(), {});
     if (req.kind == op_kind::copy)
       note_path("to", {lanes_[tensors_.at(req.a).lane].dev, req.where}, false);
   }
@@ -336,7 +341,8 @@ bool planner::stream_pieces(held_request& h) {
 std::optional<dependency> planner::stream_piece(held_request& h, uint32_t dst) {
   auto& req = h.req;
   const bool upload = req.kind == op_kind::upload;
-  const uint64_t n = std::min(piece_elems(), req.count - h.streamed);
+  const uint64_t n = std::min(piece_elems(req.type), req.count - h.streamed);
+  const uint64_t elem = size_of(req.type);
   const operand_ref whole{req.out, no_offset};
   std::string lost; // why the rest of the destination is NaN
   const tensor_rec src = upload ? tensor_rec{} : tensors_.at(req.a);
@@ -344,34 +350,34 @@ std::optional<dependency> planner::stream_piece(held_request& h, uint32_t dst) {
     lost = lanes_[src.lane].failed;
   std::optional<uint64_t> off;
   if (lost.empty()) {
-    off = store_.allocate(n * sizeof(float));
+    off = store_.allocate(n * elem);
     if (!off && !frees_.empty() && !store_wait_over_)
       return std::nullopt;
     if (!off)
-      lost = store_full(n * sizeof(float), "a piece of " + op_name(req));
+      lost = store_full(n * elem, "a piece of " + op_name(req));
   }
   if (!lost.empty()) {
     if (tensors_[req.out].failure.empty()) {
       tensors_[req.out].failure = lost;
       record(lost);
     }
-    op_desc nan = copy_op(whole, {}, n, h.streamed, req.count);
+    op_desc nan = copy_op(req.type, whole, {}, n, h.streamed, req.count);
     nan.kind = op_kind::fill;
-    nan.scalar = std::numeric_limits<float>::quiet_NaN();
+    nan.scalar = std::numeric_limits<double>::quiet_NaN();
     h.streamed += n;
     return dependency{dst, enqueue(dst, nan)};
   }
-  const op_desc in = copy_op(whole, {0, *off}, n, h.streamed, req.count); // store -> destination
+  const op_desc in = copy_op(req.type, whole, {0, *off}, n, h.streamed, req.count); // -> dst
   dependency last;
   if (upload) {
-    store_upload(req.out, *off, req.data.data() + h.streamed, n * sizeof(float));
+    store_upload(req.out, *off, req.data.data() + h.streamed * elem, n * elem);
     last = {dst, enqueue(dst, in)};
   } else { // source -> store, then store -> destination once the source wrote it
-    const op_desc out = copy_op({0, *off}, {req.a, no_offset}, n, h.streamed, req.count);
+    const op_desc out = copy_op(req.type, {0, *off}, {req.a, no_offset}, n, h.streamed, req.count);
     const dependency written{src.lane, enqueue(src.lane, out, {src.writer})};
     last = {dst, enqueue(dst, in, {written})};
   }
-  free_later(*off, n * sizeof(float));
+  free_later(*off, n * elem);
   h.streamed += n;
   return last;
 }
@@ -388,16 +394,15 @@ bool planner::try_piece(held_request& h) {
     why = "read: operand #" + std::to_string(h.operand) + " is not a device tensor";
   else if (!lanes_[it->second.lane].failed.empty())
     why = lanes_[it->second.lane].failed;
-  else if (h.first > it->second.bytes / sizeof(float)
-           || h.count > it->second.bytes / sizeof(float) - h.first)
-    why = "read: elements [" + std::to_string(h.first) + ", +" + std::to_string(h.count)
+  else if (h.first > it->second.bytes || h.count > it->second.bytes - h.first)
+    why = "read: bytes [" + std::to_string(h.first) + ", +" + std::to_string(h.count)
           + ") lie outside operand #" + std::to_string(h.operand);
   if (!why.empty()) {
     out_.answer(h.wait, wait_answer::fail(errc::device_failed, std::move(why)));
     return true;
   }
   const auto& rec = it->second;
-  const uint64_t bytes = h.count * sizeof(float);
+  const uint64_t bytes = h.count;
   auto off = store_.allocate(bytes);
   if (!off) {
     if (may_wait_for_space(bytes))
@@ -408,7 +413,7 @@ bool planner::try_piece(held_request& h) {
     return true;
   }
   const op_desc op =
-    copy_op({0, *off}, {h.operand, no_offset}, h.count, h.first, rec.bytes / sizeof(float));
+    copy_op(dtype::uint8, {0, *off}, {h.operand, no_offset}, h.count, h.first, rec.bytes);
   const dependency written{rec.lane, enqueue(rec.lane, op, {rec.writer})};
   pieces_.push_back({h.wait, h.operand, written, *off, bytes});
   return true;

@@ -26,7 +26,7 @@ bool is_wait(const held_request& h) {
 // -- held requests --------------------------------------------------------------------------------
 
 void planner::hold(op_request&& req) {
-  for (operand_id id : {req.out, req.a, req.b})
+  for (operand_id id : {req.out, req.a, req.b, req.c})
     if (id != 0)
       ++held_refs_[id];
   held_request h;
@@ -36,7 +36,7 @@ void planner::hold(op_request&& req) {
 }
 
 void planner::unhold(const op_request& req) {
-  for (operand_id id : {req.out, req.a, req.b})
+  for (operand_id id : {req.out, req.a, req.b, req.c})
     if (auto it = held_refs_.find(id); id != 0 && it != held_refs_.end() && --it->second == 0)
       held_refs_.erase(it);
 }

@@ -5,7 +5,7 @@
 //                              (release, operand_id)
 //                              (fetch, operand_id) -> uint64_t store offset, once written
 //                              (fetch, operand_id, first, count) -> uint64_t offset of a staging
-//                              range holding those elements of a device tensor too large for the
+//                              range holding those bytes of a device tensor too large for the
 //                              store, once copied; (unstage, offset, bytes) gives it back
 //                              (sync) -> unit, once every submitted operator ran
 //                              (wait_ready) -> unit, once every runner is up

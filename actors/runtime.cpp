@@ -99,17 +99,6 @@ caf::duration request_timeout(std::chrono::milliseconds wait) {
   return caf::duration{saturating_add(wait, std::chrono::seconds{5})};
 }
 
-// A vector of `count` floats for a result; ag::error naming `what` when the host cannot hold it.
-std::vector<float> host_vector(std::size_t count, const std::string& what) {
-  try {
-    return std::vector<float>(count);
-  } catch (const std::bad_alloc&) {
-  } catch (const std::length_error&) {
-  }
-  throw error(what + ": out of host memory for its " + std::to_string(count) + " values ("
-              + std::to_string(count * sizeof(float)) + " bytes)");
-}
-
 // A receive handler that keeps a reply of several values.
 template <class... Us>
 auto keep_reply(std::optional<std::tuple<Us...>>& out) {
@@ -310,7 +299,7 @@ public:
     if (fork_.forked()) // the words are built only then: this is on every operator's path
       fork_.refuse(to_string(req.kind));
     const uint32_t lane = lane_of(req.where);
-    if (auto why = flow_->acquire(lane, req.data.size() * sizeof(float), opt_.wait_timeout);
+    if (auto why = flow_->acquire(lane, req.data.size(), opt_.wait_timeout);
         !why.empty())
       throw error(to_string(req.kind) + " -> #" + std::to_string(req.out) + " on "
                   + req.where.str() + ": " + why);
@@ -334,7 +323,7 @@ public:
     caf::anon_send(executor_, release_atom::value, id);
   }
 
-  std::vector<float> read(operand_id id, std::size_t count) override {
+  void read(operand_id id, uint64_t bytes, const destination& into) override {
     const std::string what = "to_vector of tensor #" + std::to_string(id);
     if (fork_.forked())
       fork_.refuse(what);
@@ -346,18 +335,16 @@ public:
     }
     const auto offset = fast ? *fast : wait<uint64_t>(what, fetch_atom::value, id);
     store_fence::acquire();
-    if (!store().contains(offset, count * sizeof(float)))
+    if (!store().contains(offset, bytes))
       throw error("to_vector of tensor #" + std::to_string(id) + ": store range out of bounds");
-    std::vector<float> out = host_vector(count, what);
-    if (count > 0)
-      std::memcpy(out.data(), store().base() + offset, count * sizeof(float));
+    char* out = into();
+    if (bytes > 0)
+      std::memcpy(out, store().base() + offset, bytes);
     if (trace_) {
       trace::read_rec rec{id, offset, {}};
-      const auto* p = reinterpret_cast<const char*>(out.data());
-      rec.data.assign(p, p + count * sizeof(float));
+      rec.data.assign(out, out + bytes);
       trace_->write(rec);
     }
-    return out;
   }
 
   bool piecewise(uint64_t bytes) const noexcept override {
@@ -366,27 +353,26 @@ public:
 
   // A piece at a time: the executor copies it to a staging range, this thread copies it out and
   // gives the range back. Reads of this kind are not recorded in a trace.
-  std::vector<float> read_device(operand_id id, std::size_t count) override {
+  void read_device(operand_id id, uint64_t bytes, const destination& into) override {
     const std::string what = "to_vector of tensor #" + std::to_string(id);
     if (fork_.forked())
       fork_.refuse(what);
-    const uint64_t piece = std::max<uint64_t>(1, store_size_ / 4 / sizeof(float));
-    std::vector<float> out;
-    for (uint64_t first = 0; first < count; first += piece) {
-      const uint64_t n = std::min<uint64_t>(piece, count - first);
+    const uint64_t piece = std::max<uint64_t>(1, store_size_ / 4);
+    char* out = nullptr;
+    for (uint64_t first = 0; first < bytes; first += piece) {
+      const uint64_t n = std::min<uint64_t>(piece, bytes - first);
       // The first piece is waited for before the result is allocated: a producer that failed is
       // reported as such, not as the host memory its result would have needed.
       const auto offset = wait<uint64_t>(what, fetch_atom::value, id, first, n);
-      if (!store().contains(offset, n * sizeof(float)))
+      if (!store().contains(offset, n))
         throw error(what + ": store range out of bounds");
       if (first == 0)
-        out = host_vector(count, what);
+        out = into();
       store_fence::acquire();
-      std::memcpy(out.data() + first, store().base() + offset, n * sizeof(float));
+      std::memcpy(out + first, store().base() + offset, n);
       store_fence::release();
-      caf::anon_send(executor_, unstage_atom::value, offset, n * sizeof(float));
+      caf::anon_send(executor_, unstage_atom::value, offset, n);
     }
-    return out;
   }
 
   void sync() override {
@@ -561,32 +547,19 @@ runtime::~runtime() {
   core_->stop();
 }
 
-tensor runtime::full(const shape_t& shape, float value, const device& where) {
-  if (!core_->has_device(where))
-    throw error("full: " + where.str() + " is not a device of this runtime (devices: cpu,"
-                + to_string(devices()) + ")");
-  op_request req;
-  req.kind = op_kind::fill;
-  req.where = where;
-  req.count = detail::element_count(shape, "full");
-  req.scalar = value;
-  return detail::submit(core_, std::move(req), shape);
+tensor runtime::full(const shape_t& shape, double value, const device& where, dtype type) {
+  return detail::full(core_, shape, value, where, type, "cpu," + to_string(devices()));
 }
 
-tensor runtime::from_vector(const shape_t& shape, std::vector<float> values, const device& where) {
-  if (!core_->has_device(where))
-    throw error("from_vector: " + where.str() + " is not a device of this runtime (devices: cpu,"
-                + to_string(devices()) + ")");
-  const uint64_t count = detail::element_count(shape, "from_vector");
-  if (values.size() != count)
-    throw error("from_vector: shape " + detail::shape_string(shape) + " needs "
-                + std::to_string(count) + " values, got " + std::to_string(values.size()));
-  op_request req;
-  req.kind = op_kind::upload;
-  req.where = where;
-  req.count = count;
-  req.data = std::move(values);
-  return detail::submit(core_, std::move(req), shape);
+tensor runtime::from_bytes(const shape_t& shape, dtype type, const void* data, std::size_t nbytes,
+                           const device& where) {
+  return detail::from_bytes(core_, shape, type, data, nbytes, where,
+                            "cpu," + to_string(devices()));
+}
+
+tensor runtime::from_vector(const shape_t& shape, const std::vector<float>& values,
+                            const device& where) {
+  return from_bytes(shape, dtype::float32, values.data(), values.size() * sizeof(float), where);
 }
 
 void runtime::sync() { core_->sync(); }

@@ -5,35 +5,14 @@
 
 namespace ag::cpu {
 
-void fill(float* out, std::size_t count, float value) noexcept {
-  std::fill(out, out + count, value);
-}
-
-namespace {
-
-template <class F>
-void elementwise(const float* a, const float* b, float* out, std::size_t count, F f) noexcept {
-  for (std::size_t i = 0; i < count; ++i)
-    out[i] = f(a[i], b[i]);
-}
-
-} // namespace
-
-void binary(op_kind kind, const float* a, const float* b, float* out, std::size_t count) noexcept {
-  switch (kind) {
-    case op_kind::add: return elementwise(a, b, out, count, [](float x, float y) { return x + y; });
-    case op_kind::sub: return elementwise(a, b, out, count, [](float x, float y) { return x - y; });
-    case op_kind::mul: return elementwise(a, b, out, count, [](float x, float y) { return x * y; });
-    case op_kind::div: return elementwise(a, b, out, count, [](float x, float y) { return x / y; });
-    default: return;
+void fill(dtype t, void* out, std::size_t count, double value) noexcept {
+  const uint64_t bits = fill_bits(t, value);
+  switch (size_of(t)) {
+    case 1: std::fill_n(static_cast<uint8_t*>(out), count, static_cast<uint8_t>(bits)); break;
+    case 2: std::fill_n(static_cast<uint16_t*>(out), count, static_cast<uint16_t>(bits)); break;
+    case 4: std::fill_n(static_cast<uint32_t*>(out), count, static_cast<uint32_t>(bits)); break;
+    default: std::fill_n(static_cast<uint64_t*>(out), count, bits); break;
   }
-}
-
-// NaN stays NaN, so that a NaN upstream is not hidden as a 0 (as fmaxf(x, 0) would). -0.0 and
-// every other value not above 0 give +0.0, as in cuda_kernels.cu.
-void relu(const float* a, float* out, std::size_t count) noexcept {
-  for (std::size_t i = 0; i < count; ++i)
-    out[i] = a[i] > 0.0f || a[i] != a[i] ? a[i] : 0.0f;
 }
 
 void random(random_kind kind, float* out, std::size_t count, uint64_t seed, uint64_t first, float a,

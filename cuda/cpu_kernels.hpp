@@ -4,15 +4,16 @@
 
 #include <cstddef>
 
+#include "cuda/elementwise_call.hpp"
 #include "graph/op.hpp"
 #include "graph/philox.hpp"
 
 namespace ag::cpu {
 
-void fill(float* out, std::size_t count, float value) noexcept;
-// kind is one of add, sub, mul, div.
-void binary(op_kind kind, const float* a, const float* b, float* out, std::size_t count) noexcept;
-void relu(const float* a, float* out, std::size_t count) noexcept;
+// count elements of t, each `value` as astype converts it.
+void fill(dtype t, void* out, std::size_t count, double value) noexcept;
+// Every elementwise operator (graph/op_table.hpp), as the call says (cpu_elementwise.cpp).
+void elementwise(const elementwise_call& call) noexcept;
 void random(random_kind kind, float* out, std::size_t count, uint64_t seed, uint64_t first, float a,
             float b) noexcept;
 void sum(const float* a, float* out, std::size_t count) noexcept;

@@ -32,14 +32,12 @@ public:
 
   void deallocate(void* ptr, std::size_t) noexcept override { std::free(ptr); }
 
-  void fill(float* out, std::size_t count, float value) override { cpu::fill(out, count, value); }
-
-  void binary(op_kind kind, const float* a, const float* b, float* out,
-              std::size_t count) override {
-    cpu::binary(kind, a, b, out, count);
+  void fill(dtype t, void* out, std::size_t count, double value) override {
+    cpu::fill(t, out, count, value);
   }
 
-  void relu(const float* a, float* out, std::size_t count) override { cpu::relu(a, out, count); }
+  void elementwise(const elementwise_call& call) override { cpu::elementwise(call); }
+
   void random(random_kind kind, float* out, std::size_t count, uint64_t seed, uint64_t first,
               float a, float b) override {
     cpu::random(kind, out, count, seed, first, a, b);
@@ -64,12 +62,12 @@ public:
   void sum_peers(float* out, const float* const* parts, const ag::device*, std::size_t n_parts,
                  std::size_t count) override {
     if (n_parts == 0)
-      return cpu::fill(out, count, 0.0f);
+      return cpu::fill(dtype::float32, out, count, 0.0);
     if (n_parts == 1)
       return void(std::memmove(out, parts[0], count * sizeof(float)));
-    cpu::binary(op_kind::add, parts[0], parts[1], out, count);
+    cpu::elementwise(contiguous_call(op_kind::add, dtype::float32, out, parts[0], parts[1], count));
     for (std::size_t r = 2; r < n_parts; ++r)
-      cpu::binary(op_kind::add, out, parts[r], out, count);
+      cpu::elementwise(contiguous_call(op_kind::add, dtype::float32, out, out, parts[r], count));
   }
 
   void synchronize() override {}

@@ -37,45 +37,6 @@ __device__ std::size_t grid_stride() {
   return static_cast<std::size_t>(gridDim.x) * blockDim.x;
 }
 
-__global__ void fill_kernel(float* out, std::size_t count, float value) {
-  for (std::size_t i = first_index(); i < count; i += grid_stride())
-    out[i] = value;
-}
-
-// Functors rather than lambdas: device lambdas would need nvcc's --extended-lambda everywhere.
-// One IEEE operation each, without contraction, so the results equal the CPU reference bit for bit.
-struct add_op {
-  __device__ float operator()(float x, float y) const { return x + y; }
-};
-struct sub_op {
-  __device__ float operator()(float x, float y) const { return x - y; }
-};
-struct mul_op {
-  __device__ float operator()(float x, float y) const { return x * y; }
-};
-struct div_op {
-  __device__ float operator()(float x, float y) const { return x / y; }
-};
-
-// No __restrict__: a runner may compute in place (out == a).
-template <class F>
-__global__ void binary_kernel(const float* a, const float* b, float* out, std::size_t count, F f) {
-  for (std::size_t i = first_index(); i < count; i += grid_stride())
-    out[i] = f(a[i], b[i]);
-}
-
-// The twin of cpu::relu: NaN stays NaN (its very bits), -0.0 gives +0.0. Decided on the bits:
-// written with float compares, nvcc turns it into max.NaN, which returns the canonical NaN.
-__global__ void relu_kernel(const float* a, float* out, std::size_t count) {
-  for (std::size_t i = first_index(); i < count; i += grid_stride()) {
-    const float x = a[i];
-    const unsigned bits = __float_as_uint(x);
-    const bool positive = static_cast<int>(bits) > 0; // sign clear, not +0 (+inf, +NaN too)
-    const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
-    out[i] = positive || nan ? x : 0.0f;
-  }
-}
-
 // The block's total in thread 0, in a fixed order (shuffles within warps, then across warps), so
 // the result is deterministic.
 __device__ double block_sum(double v) {
@@ -116,53 +77,7 @@ __global__ void sum_final_kernel(const double* partials, unsigned blocks, float*
     *out = static_cast<float>(acc);
 }
 
-template <class F>
-void launch_binary(const float* a, const float* b, float* out, std::size_t count,
-                   cudaStream_t stream, F f) {
-  binary_kernel<<<grid_for(count, elementwise_max_blocks), block_threads, 0, stream>>>(a, b, out,
-                                                                                     count, f);
-  AG_CUDA_TRY(cudaGetLastError());
-}
-
 } // namespace
-
-void fill(float* out, std::size_t count, float value, cudaStream_t stream) {
-  if (count == 0)
-    return; // a launch of zero blocks is an error, and there is nothing to do
-  fill_kernel<<<grid_for(count, elementwise_max_blocks), block_threads, 0, stream>>>(out, count,
-                                                                                   value);
-  AG_CUDA_TRY(cudaGetLastError());
-}
-
-void binary(op_kind kind, const float* a, const float* b, float* out, std::size_t count,
-            cudaStream_t stream) {
-  switch (kind) {
-    case op_kind::add:
-    case op_kind::sub:
-    case op_kind::mul:
-    case op_kind::div: break;
-    default:
-      // The CPU twin silently does nothing; on the GPU that would leave garbage in out.
-      throw error("cuda binary: op kind " + std::to_string(static_cast<int>(kind))
-                  + " is not add, sub, mul or div");
-  }
-  if (count == 0)
-    return;
-  switch (kind) {
-    case op_kind::add: return launch_binary(a, b, out, count, stream, add_op{});
-    case op_kind::sub: return launch_binary(a, b, out, count, stream, sub_op{});
-    case op_kind::mul: return launch_binary(a, b, out, count, stream, mul_op{});
-    default: return launch_binary(a, b, out, count, stream, div_op{});
-  }
-}
-
-void relu(const float* a, float* out, std::size_t count, cudaStream_t stream) {
-  if (count == 0)
-    return;
-  relu_kernel<<<grid_for(count, elementwise_max_blocks), block_threads, 0, stream>>>(a, out,
-                                                                                   count);
-  AG_CUDA_TRY(cudaGetLastError());
-}
 
 __global__ void random_kernel(random_kind kind, float* out, std::size_t count, uint64_t seed,
                               uint64_t first, float a, float b) {

@@ -10,17 +10,18 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cuda/elementwise_call.hpp"
 #include "graph/op.hpp"
 #include "graph/philox.hpp"
 
 namespace ag::cuda {
 
-void fill(float* out, std::size_t count, float value, cudaStream_t stream);
-// kind is one of add, sub, mul, div; any other throws ag::error. out may alias a or b.
-void binary(op_kind kind, const float* a, const float* b, float* out, std::size_t count,
-            cudaStream_t stream);
-// out may alias a.
-void relu(const float* a, float* out, std::size_t count, cudaStream_t stream);
+// count elements of t, each the low size_of(t) bytes of `bits` (fill_bits()).
+void fill(dtype t, void* out, std::size_t count, uint64_t bits, cudaStream_t stream);
+// Every elementwise operator (elementwise.cu), the twin of cpu::elementwise: the same bits but
+// for the math library's functions (elementwise_math.hpp). A kind or dtype it does not take
+// throws ag::error.
+void elementwise(const elementwise_call& call, cudaStream_t stream);
 // The twin of cpu::random, bit for bit (graph/philox.hpp spells out every rounding).
 void random(random_kind kind, float* out, std::size_t count, uint64_t seed, uint64_t first, float a,
             float b, cudaStream_t stream);

@@ -226,21 +226,17 @@ public:
     allocator_.deallocate(ptr, bytes);
   }
 
-  void fill(float* out, std::size_t count, float value) override {
-    cuda::fill(out, count, value, stream_.get());
+  void fill(dtype t, void* out, std::size_t count, double value) override {
+    cuda::fill(t, out, count, fill_bits(t, value), stream_.get());
   }
 
-  void binary(op_kind kind, const float* a, const float* b, float* out,
-              std::size_t count) override {
-    cuda::binary(kind, a, b, out, count, stream_.get());
+  void elementwise(const elementwise_call& call) override {
+    cuda::elementwise(call, stream_.get());
   }
 
   void random(random_kind kind, float* out, std::size_t count, uint64_t seed, uint64_t first,
               float a, float b) override {
     cuda::random(kind, out, count, seed, first, a, b, stream_.get());
-  }
-  void relu(const float* a, float* out, std::size_t count) override {
-    cuda::relu(a, out, count, stream_.get());
   }
 
   // The scratch is shared by every sum: they run one after the other on this stream.

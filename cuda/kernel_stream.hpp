@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "actorgraph/device.hpp"
+#include "cuda/elementwise_call.hpp"
 #include "graph/op.hpp"
 #include "graph/philox.hpp"
 
@@ -23,11 +24,10 @@ public:
   virtual void* allocate(std::size_t bytes) = 0;
   virtual void deallocate(void* ptr, std::size_t bytes) noexcept = 0;
 
-  virtual void fill(float* out, std::size_t count, float value) = 0;
-  // kind is one of add, sub, mul, div.
-  virtual void binary(op_kind kind, const float* a, const float* b, float* out,
-                      std::size_t count) = 0;
-  virtual void relu(const float* a, float* out, std::size_t count) = 0;
+  // count elements of t at out, each `value` (converted as fill_bits() says).
+  virtual void fill(dtype t, void* out, std::size_t count, double value) = 0;
+  // One elementwise operator (cuda/elementwise_call.hpp).
+  virtual void elementwise(const elementwise_call& call) = 0;
   // out[i] = element first + i of the random stream of `seed` (graph/philox.hpp): uniform in
   // [a, b), or normal with mean a and standard deviation b. The same bits on every device kind.
   virtual void random(random_kind kind, float* out, std::size_t count, uint64_t seed,

@@ -9,20 +9,21 @@
 #include "actorgraph/error.hpp"
 #include "cuda/peer_directory.hpp"
 #include "graph/export_slot.hpp"
+#include "graph/op_table.hpp"
 
 namespace ag {
 
 namespace {
 
-constexpr std::size_t float_bytes = sizeof(float);
 // What a read of an exporter that went writes: the controller taints the result with the failure.
-const float lost_value = std::numeric_limits<float>::quiet_NaN();
+const double lost_value = std::numeric_limits<double>::quiet_NaN();
 
-// count * 4, or an error for counts no memory could hold.
+// count elements of op.type in bytes, or an error for counts no memory could hold.
 std::size_t bytes_of(const op_desc& op, uint64_t count) {
-  if (count > std::numeric_limits<std::size_t>::max() / (2 * float_bytes))
+  const std::size_t size = size_of(op.type);
+  if (size == 0 || count > std::numeric_limits<std::size_t>::max() / (2 * size))
     throw error(describe(op) + ": element count " + std::to_string(count) + " is too large");
-  return static_cast<std::size_t>(count) * float_bytes;
+  return static_cast<std::size_t>(count) * size;
 }
 
 uint64_t product(const op_desc& op, uint64_t x, uint64_t y) {
@@ -74,7 +75,7 @@ void* naive_runner::output(const op_desc& op, const operand_ref& ref, std::size_
   return p;
 }
 
-float* naive_runner::piece(const op_desc& op, const operand_ref& ref, bool destination) {
+void* naive_runner::piece(const op_desc& op, const operand_ref& ref, bool destination) {
   if (ref.on_host())
     throw error(describe(op) + ": a piece's operand must be on the device");
   if (op.m > op.n || op.count > op.n - op.m)
@@ -82,7 +83,7 @@ float* naive_runner::piece(const op_desc& op, const operand_ref& ref, bool desti
                 + ") lies outside its operand of " + std::to_string(op.n) + " elements");
   const auto whole = bytes_of(op, op.n);
   void* p = destination && op.m == 0 ? output(op, ref, whole) : input(op, ref, whole);
-  return static_cast<float*>(p) + op.m;
+  return static_cast<char*>(p) + op.m * size_of(op.type);
 }
 
 void naive_runner::run(const op_desc& op) {
@@ -91,36 +92,24 @@ void naive_runner::run(const op_desc& op) {
   const bool host_stream = stream_.device().type != device::kind::cuda;
   if (!host_stream && op.kind != op_kind::copy && op.kind != op_kind::peer_sum
       && op.kind != op_kind::peer_copy && op.kind != op_kind::peer_export
-      && (op.out.on_host() || op.a.on_host() || op.b.on_host()))
+      && (op.out.on_host() || op.a.on_host() || op.b.on_host() || op.c.on_host()))
     throw error(describe(op) + ": a kernel on " + stream_.device().str()
                 + " cannot use the host store directly");
+  if (is_elementwise(op.kind))
+    return run_elementwise(op);
   auto f = [](void* p) { return static_cast<float*>(p); };
+  if (info(op.kind).dtypes == dtype_rule::float32 && op.type != dtype::float32)
+    throw error(describe(op) + ": takes float32 only");
   switch (op.kind) {
     case op_kind::fill: {
       const auto bytes = bytes_of(op, op.count);
-      stream_.fill(op.n != 0 ? piece(op, op.out, true) : f(output(op, op.out, bytes)), op.count,
-                   op.scalar);
-      return;
-    }
-    case op_kind::add:
-    case op_kind::sub:
-    case op_kind::mul:
-    case op_kind::div: {
-      const auto bytes = bytes_of(op, op.count);
-      auto* a = f(input(op, op.a, bytes));
-      auto* b = f(input(op, op.b, bytes));
-      stream_.binary(op.kind, a, b, f(output(op, op.out, bytes)), op.count);
-      return;
-    }
-    case op_kind::relu: {
-      const auto bytes = bytes_of(op, op.count);
-      auto* a = f(input(op, op.a, bytes));
-      stream_.relu(a, f(output(op, op.out, bytes)), op.count);
+      stream_.fill(op.type, op.n != 0 ? piece(op, op.out, true) : output(op, op.out, bytes),
+                   op.count, op.scalar);
       return;
     }
     case op_kind::sum: {
       auto* a = f(input(op, op.a, bytes_of(op, op.count)));
-      stream_.sum(a, f(output(op, op.out, float_bytes)), op.count);
+      stream_.sum(a, f(output(op, op.out, sizeof(float))), op.count);
       return;
     }
     case op_kind::matmul: {
@@ -152,6 +141,7 @@ void naive_runner::run(const op_desc& op) {
     case op_kind::peer_forget: return run_peer(op);
     case op_kind::upload:
     case op_kind::await: break; // the batch runner's, on the completion board
+    default: break;              // the elementwise operators ran above
   }
   throw error(describe(op) + ": not an operator a runner executes");
 }
@@ -245,7 +235,7 @@ void naive_runner::run_peer(const op_desc& op) {
                   + " bytes, the op needs " + std::to_string(bytes));
     void* dst = op.n != 0 ? piece(op, op.out, true) : output(op, op.out, bytes);
     if (src.ptr == nullptr) // its exporter went: the controller fails what this writes
-      return stream_.fill(static_cast<float*>(dst), op.count, lost_value);
+      return stream_.fill(op.type, dst, op.count, lost_value);
     stream_.copy_peer(dst, src.ptr, src.dev, bytes);
     return;
   }
@@ -262,7 +252,7 @@ void naive_runner::run_peer(const op_desc& op) {
     const auto src = peer_operand(op, group[r].lane, group[r].id, group[r].slot);
     if ((lost = src.ptr == nullptr)) // its exporter went: the controller fails what this writes
       break;
-    if (op.m > src.bytes / float_bytes || op.count > src.bytes / float_bytes - op.m)
+    if (op.m > src.bytes / sizeof(float) || op.count > src.bytes / sizeof(float) - op.m)
       throw error(describe(op) + ": elements [" + std::to_string(op.m) + ", +"
                   + std::to_string(op.count) + ") lie outside operand #"
                   + std::to_string(group[r].id) + " of lane " + std::to_string(group[r].lane));
@@ -271,9 +261,109 @@ void naive_runner::run_peer(const op_desc& op) {
   }
   auto* out = static_cast<float*>(output(op, op.out, bytes_of(op, op.count)));
   if (lost)
-    return stream_.fill(out, static_cast<std::size_t>(op.count), lost_value);
+    return stream_.fill(dtype::float32, out, static_cast<std::size_t>(op.count), lost_value);
   stream_.sum_peers(out, parts, from, static_cast<std::size_t>(op.k),
                     static_cast<std::size_t>(op.count));
+}
+
+namespace {
+
+// What op's operands and result must be, by its family (the caller checks the dtypes for the
+// operator table); empty when they are.
+std::string dtype_mismatch(const op_desc& op) {
+  const op_family family = info(op.kind).family;
+  const dtype in = family == op_family::select ? op.type : op.in_type;
+  if (family == op_family::compare && op.type != dtype::uint8)
+    return "a comparison's result is uint8";
+  if (family == op_family::select && op.in_type != dtype::uint8)
+    return "where's mask is uint8";
+  if ((family == op_family::unary || family == op_family::binary) && op.type != in)
+    return "its result and operands share one dtype";
+  if (op.kind == op_kind::clone && op.type != op.in_type)
+    return "a clone keeps the dtype";
+  return {};
+}
+
+// Elements of an operand that the layout reads through `strides` (one per dimension) from
+// `offset`: its last one + 1, or 0 when the shape has none. Throws for a negative stride or
+// offset, and for an extent past 2^62.
+uint64_t extent(const op_desc& op, const char* name, int64_t offset, const int64_t* strides) {
+  const auto& shape = op.layout.shape;
+  unsigned __int128 last = 0;
+  if (offset < 0)
+    throw error(describe(op) + ": operand " + name + " starts at a negative offset");
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0)
+      return 0;
+    if (strides[d] < 0)
+      throw error(describe(op) + ": operand " + name + " has a negative stride");
+    last += static_cast<unsigned __int128>(shape[d] - 1) * static_cast<uint64_t>(strides[d]);
+  }
+  last += static_cast<uint64_t>(offset);
+  if (last >= (uint64_t{1} << 62))
+    throw error(describe(op) + ": operand " + name + " reaches past 2^62 elements");
+  return static_cast<uint64_t>(last) + 1;
+}
+
+} // namespace
+
+// An elementwise operator: every operand read through the layout must lie within it.
+void naive_runner::run_elementwise(const op_desc& op) {
+  const op_info& row = info(op.kind);
+  const dtype checked = row.family == op_family::select ? op.type : op.in_type;
+  if (!takes(row.dtypes, checked))
+    throw error(describe(op) + ": takes " + dtypes_string(row.dtypes) + ", got "
+                + to_string(checked));
+  if (auto why = dtype_mismatch(op); !why.empty())
+    throw error(describe(op) + ": " + why + " (result " + to_string(op.type) + ", operand "
+                + to_string(op.in_type) + ")");
+  const auto& l = op.layout;
+  const std::size_t dims = l.shape.size();
+  if (dims != 0) {
+    uint64_t elements = 1;
+    for (int64_t d : l.shape) {
+      if (d < 0)
+        throw error(describe(op) + ": its layout has a negative dimension");
+      elements = d == 0 || elements == 0 ? 0 : product(op, elements, static_cast<uint64_t>(d));
+    }
+    if (elements != op.count || l.strides.size() != 3 * dims)
+      throw error(describe(op) + ": its layout runs over " + std::to_string(elements)
+                  + " elements with " + std::to_string(l.strides.size()) + " strides, for "
+                  + std::to_string(op.count) + " elements of " + std::to_string(dims)
+                  + " dimensions");
+  }
+  const int operands = operand_count(op.kind);
+  const operand_ref* refs[3] = {&op.a, &op.b, &op.c};
+  const int64_t offsets[3] = {l.a_offset, l.b_offset, l.c_offset};
+  const char* names[3] = {"a", "b", "c"};
+  const void* in[3] = {nullptr, nullptr, nullptr};
+  for (int o = 0; o < operands; ++o) {
+    const operand_ref& ref = *refs[o];
+    const bool scalar = o == 1 && operands == 2 && ref.id == 0 && !ref.on_host();
+    if (scalar)
+      continue;
+    const dtype t = o == 0 ? op.in_type : row.family == op_family::select ? op.type : op.in_type;
+    const std::size_t size = size_of(t);
+    const uint64_t elements = dims == 0 ? op.count : extent(op, names[o], offsets[o],
+                                                            l.strides.data() + o * dims);
+    const void* p = nullptr;
+    if (ref.on_host()) {
+      p = input(op, ref, static_cast<std::size_t>(elements) * size);
+    } else {
+      auto it = operands_.find(ref.id);
+      if (it == operands_.end())
+        throw error(describe(op) + ": operand #" + std::to_string(ref.id) + " is not on "
+                    + stream_.device().str());
+      if (it->second.bytes < elements * size || (dims == 0 && it->second.bytes != elements * size))
+        throw error(describe(op) + ": operand #" + std::to_string(ref.id) + " holds "
+                    + std::to_string(it->second.bytes) + " bytes, the op reads "
+                    + std::to_string(elements * size));
+      p = it->second.ptr;
+    }
+    in[o] = static_cast<const char*>(p) + (dims == 0 ? 0 : offsets[o]) * size;
+  }
+  void* out = output(op, op.out, bytes_of(op, op.count));
+  stream_.elementwise(make_elementwise_call(op, out, in[0], in[1], in[2]));
 }
 
 void naive_runner::release(operand_id id) noexcept {

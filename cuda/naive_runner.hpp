@@ -55,7 +55,9 @@ private:
   void* output(const op_desc& op, const operand_ref& ref, std::size_t bytes);
   // A piece (op.n != 0): elements [m, m + count) of the device operand `ref` of n elements. As the
   // destination, the piece at m = 0 creates it.
-  float* piece(const op_desc& op, const operand_ref& ref, bool destination);
+  void* piece(const op_desc& op, const operand_ref& ref, bool destination);
+  // An elementwise operator (graph/op_table.hpp), over its layout.
+  void run_elementwise(const op_desc& op);
   // peer_copy, peer_sum, peer_export, peer_forget.
   void run_peer(const op_desc& op);
   // A peer's operand where it lies; ptr null: its exporter went before it wrote the export.

@@ -13,6 +13,7 @@ using detail::tensor_node;
 
 // The checked inputs of a collective: their nodes, their runtime, their element count.
 struct group {
+  std::vector<tensor> held; // the parts, views made tensors of their own
   std::vector<const tensor_node*> nodes;
   std::shared_ptr<detail::runtime_core> rt;
   uint64_t count = 0;
@@ -28,24 +29,28 @@ group check_parts(const char* name, const std::vector<tensor>& parts) {
   group g;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const auto& n = tensor_node::of(parts[i], name);
+    if (n.type != dtype::float32)
+      throw error(std::string{name} + ": takes float32 tensors (for now), got "
+                  + part_name(i, parts[i]));
     if (i > 0) {
-      const auto& first = *g.nodes.front();
+      const auto& first = tensor_node::of(parts[0], name);
       auto mismatch = [&](const char* what) {
         return error(std::string{name} + ": " + what + " mismatch: " + part_name(0, parts[0])
                      + ", " + part_name(i, parts[i]));
       };
-      if (n.type != first.type)
-        throw mismatch("dtype");
       if (n.shape != first.shape)
         throw mismatch("shape");
       if (n.runtime.lock() != first.runtime.lock())
         throw mismatch("runtime");
       for (std::size_t j = 0; j < i; ++j)
-        if (g.nodes[j]->where == n.where)
+        if (tensor_node::of(parts[j], name).where == n.where)
           throw error(std::string{name} + ": device mismatch: " + part_name(j, parts[j]) + " and "
                       + part_name(i, parts[i]) + " are on the same device; one part per device");
     }
-    g.nodes.push_back(&n);
+  }
+  for (const auto& t : parts) {
+    g.held.push_back(detail::materialized(t, name));
+    g.nodes.push_back(&tensor_node::of(g.held.back(), name));
   }
   g.rt = g.nodes.front()->live(name);
   g.count = detail::element_count(g.nodes.front()->shape, name);
@@ -61,7 +66,7 @@ std::vector<tensor> submit(const group& g, collective_request&& req, const shape
   g.rt->submit(std::move(req));
   std::vector<tensor> results;
   for (std::size_t i = 0; i < outs.size(); ++i)
-    results.push_back(tensor_node::make(g.rt, outs[i], out_shape, to[i]));
+    results.push_back(tensor_node::make(g.rt, outs[i], out_shape, to[i], dtype::float32));
   return results;
 }
 

@@ -1,15 +1,36 @@
 #include "graph/op.hpp"
 
-#include <array>
+#include "actorgraph/error.hpp"
+#include "graph/op_table.hpp"
 
 namespace ag {
 
 std::string to_string(op_kind k) {
-  static constexpr std::array<const char*, op_kind_count> names{
-    "fill", "add", "sub", "mul", "div", "matmul", "relu", "sum", "copy", "upload", "peer_copy",
-    "peer_sum", "peer_export", "peer_forget", "await"};
   const auto i = static_cast<std::size_t>(k);
-  return i < names.size() ? names[i] : "op#" + std::to_string(i);
+  return i < op_kind_count ? info(k).name : "op#" + std::to_string(i);
+}
+
+uint64_t bytes_of(dtype t, uint64_t count, const std::string& what) {
+  const uint64_t size = size_of(t);
+  if (size == 0)
+    throw error(what + ": dtype #" + std::to_string(static_cast<int>(t)) + " does not exist");
+  if (count > (uint64_t{1} << 62) / size)
+    throw error(what + ": " + std::to_string(count) + " elements of " + to_string(t)
+                + " are too many");
+  return count * size;
+}
+
+std::string malformed(const op_desc& op) {
+  if (static_cast<std::size_t>(op.kind) >= op_kind_count || op.kind == op_kind::upload)
+    return "an operator of kind " + std::to_string(static_cast<int>(op.kind));
+  for (dtype t : {op.type, op.in_type})
+    if (!is_valid(t))
+      return to_string(op.kind) + " with dtype #" + std::to_string(static_cast<int>(t));
+  const auto& l = op.layout;
+  if (l.shape.size() > 8 || l.strides.size() != 3 * l.shape.size())
+    return to_string(op.kind) + " with a layout of " + std::to_string(l.shape.size())
+           + " dimensions and " + std::to_string(l.strides.size()) + " strides";
+  return {};
 }
 
 namespace {
@@ -26,6 +47,18 @@ std::string describe(const op_desc& op) {
       && op.n != 0)
     s += " [piece " + std::to_string(op.m) + "+" + std::to_string(op.count) + " of "
          + std::to_string(op.n) + "]";
+  if (op.type != dtype::float32)
+    s += " " + std::string{to_string(op.type)};
+  if (op.kind == op_kind::where)
+    return s + " (mask=" + ref(op.a) + ", a=" + ref(op.b) + ", b=" + ref(op.c) + ")";
+  if (is_elementwise(op.kind) && info(op.kind).family != op_family::unary
+      && info(op.kind).family != op_family::convert && op.b.id == 0 && !op.b.on_host())
+    return s + " (a=" + ref(op.a) + ", scalar)";
+  switch (info(op.kind).family) {
+    case op_family::unary:
+    case op_family::convert: return s + " (a=" + ref(op.a) + ")";
+    default: break;
+  }
   switch (op.kind) {
     case op_kind::fill:
     case op_kind::upload: return s;
@@ -53,7 +86,7 @@ std::vector<store_range> copies(const batch& b, bool reads) {
       continue;
     const operand_ref& host = reads ? op.a : op.out;
     if (host.on_host())
-      out.push_back({host.offset, op.count * sizeof(float)});
+      out.push_back({host.offset, op.count * size_of(op.type)});
   }
   return out;
 }

@@ -15,6 +15,7 @@
 #include <caf/meta/type_name.hpp>
 
 #include "actorgraph/device.hpp"
+#include "actorgraph/dtype.hpp"
 
 namespace ag {
 
@@ -47,9 +48,33 @@ enum class op_kind : uint8_t {
   // or the runtime stops), having published the operators it ran before: how the planner orders
   // an operator after another local lane's without a round trip through the executor.
   await,
+  // Elementwise, on any dtype the operator table (graph/op_table.hpp) allows, over op_desc::layout
+  // when its operands are broadcast or strided views:
+  maximum, // out = max(a, b), NaN if either is
+  minimum,
+  pow,     // out = a ^ scalar
+  eq,      // out (uint8) = a == b; in_type is a's and b's dtype
+  ne,
+  lt,
+  le,
+  gt,
+  ge,
+  where,   // out = a ? b : c; a is uint8
+  neg,
+  abs,
+  exp,
+  log,
+  sqrt,
+  rsqrt,
+  tanh,
+  sigmoid,
+  silu,
+  gelu,    // k = 0: with erf; k = 1: the tanh approximation
+  cast,    // out (type) = a (in_type), as static_cast with NaN -> 0 and saturation for integers
+  clone,   // out = a, contiguous (a view made into a tensor of its own)
 };
 
-constexpr std::size_t op_kind_count = 15;
+constexpr std::size_t op_kind_count = 37;
 
 // One entry of a peer_sum's group, as the planner writes it into the store: an operand of a lane,
 // found in this process's peer directory, or (slot != no_offset) exported at that store offset.
@@ -83,35 +108,84 @@ typename Inspector::result_type inspect(Inspector& f, operand_ref& x) {
   return f(caf::meta::type_name("operand_ref"), x.id, x.offset);
 }
 
-// One operator as a runner executes it. Counts are elements of float32.
+// How an elementwise operator reads operands that are not all contiguous arrays of `count`
+// elements (broadcasting, views): the shape it runs over (out's, written row-major), each operand's
+// stride along each of its dimensions in elements (0 where it repeats), and where each operand's
+// first element is. Empty (no dimensions): every operand is contiguous, of count elements.
+struct op_layout {
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides; // a's, then b's, then c's: 3 * shape.size()
+  int64_t a_offset = 0;
+  int64_t b_offset = 0;
+  int64_t c_offset = 0;
+
+  bool empty() const noexcept { return shape.empty(); }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, op_layout& x) {
+  return f(caf::meta::type_name("op_layout"), x.shape, x.strides, x.a_offset, x.b_offset,
+           x.c_offset);
+}
+
+// One operator as a runner executes it. Counts are elements of `type`.
 struct op_desc {
   op_kind kind = op_kind::fill;
   operand_ref out;
   operand_ref a;
-  operand_ref b;
+  operand_ref b; // an elementwise binary operator without b takes `scalar` as b
   uint64_t count = 0; // elements of out (sum: of a)
   uint64_t m = 0;     // matmul: a is [m,k], b is [k,n]
-  uint64_t k = 0;
+  uint64_t k = 0;     // elementwise with a scalar b: 1 when the scalar is the left operand
   uint64_t n = 0;
   // copy and fill with n != 0: a piece of a transfer larger than the store. The device-side
   // operand holds n elements and the piece is its elements [m, m + count); the piece at m = 0
   // creates it. The other side of a copy is a store range of count elements.
-  float scalar = 0.0f;
+  double scalar = 0.0;
+  dtype type = dtype::float32;    // of out, and of every operand unless in_type says otherwise
+  dtype in_type = dtype::float32; // of a (and of b for comparisons; cast's source)
+  operand_ref c;                  // where's third operand
+  op_layout layout;
 };
 
+// An operator by its first fields (float32, no third operand, no layout).
+inline op_desc make_op(op_kind kind, operand_ref out, operand_ref a, operand_ref b, uint64_t count,
+                       uint64_t m, uint64_t k, uint64_t n, double scalar = 0.0) {
+  op_desc op;
+  op.kind = kind;
+  op.out = out;
+  op.a = a;
+  op.b = b;
+  op.count = count;
+  op.m = m;
+  op.k = k;
+  op.n = n;
+  op.scalar = scalar;
+  return op;
+}
+
 // CAF 0.17 packs floats through an IEEE-754 encoder that loses -0, NaN and subnormals (and never
-// finishes on an infinity), so the scalar travels as its 32 bits.
+// finishes on an infinity), so the scalar travels as its 64 bits.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_desc& x) {
-  uint32_t bits = 0;
+  uint64_t bits = 0;
   std::memcpy(&bits, &x.scalar, sizeof bits);
   auto restore = caf::meta::load_callback([&]() -> caf::error {
     std::memcpy(&x.scalar, &bits, sizeof bits);
     return caf::none;
   });
   return f(caf::meta::type_name("op_desc"), x.kind, x.out, x.a, x.b, x.count, x.m, x.k, x.n, bits,
-           restore);
+           x.type, x.in_type, x.c, x.layout, restore);
 }
+
+// What makes op unreadable, as "an operator of kind 40" ("" when nothing does): a kind outside
+// the enumeration or one that never travels (upload), a dtype outside its enumeration, a layout
+// whose strides do not fit its dimensions or with more than 8 of them. What it reads and writes is
+// checked where it runs (cuda/naive_runner.cpp).
+std::string malformed(const op_desc& op);
+
+// Bytes of `count` elements of t; ag::error naming `what` when they would pass 2^62.
+uint64_t bytes_of(dtype t, uint64_t count, const std::string& what);
 
 // "matmul #7 (a=#5, b=#6)" for error messages.
 std::string describe(const op_desc& op);
@@ -125,8 +199,18 @@ struct op_request {
   operand_id b = 0;
   uint64_t count = 0;      // elements of out (sum: of a)
   uint64_t m = 0, k = 0, n = 0;
-  float scalar = 0.0f;
-  std::vector<float> data; // upload only
+  double scalar = 0.0;
+  dtype type = dtype::float32;
+  dtype in_type = dtype::float32;
+  operand_id c = 0;
+  op_layout layout;
+  std::vector<char> data; // upload only: count elements of type, as bytes
+
+  // Bytes of the result.
+  uint64_t bytes() const { return bytes_of(type, out_elements(), to_string(kind)); }
+  uint64_t out_elements() const noexcept {
+    return kind == op_kind::sum ? 1 : kind == op_kind::matmul ? m * n : count;
+  }
 };
 
 template <class Inspector>
@@ -136,8 +220,14 @@ typename Inspector::result_type inspect(Inspector& f, device& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_request& x) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &x.scalar, sizeof bits);
+  auto restore = caf::meta::load_callback([&]() -> caf::error {
+    std::memcpy(&x.scalar, &bits, sizeof bits);
+    return caf::none;
+  });
   return f(caf::meta::type_name("op_request"), x.kind, x.where, x.out, x.a, x.b, x.count, x.m, x.k,
-           x.n, x.scalar, x.data);
+           x.n, bits, x.type, x.in_type, x.c, x.layout, x.data, restore);
 }
 
 // The executor's lanes, one per place operators run, each running its operators in order: lane 0

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,15 +34,19 @@ public:
   virtual void submit(collective_request&& req) = 0;
   virtual void release(operand_id id) noexcept = 0;
 
-  // Waits until operand id (a cpu tensor of count floats) is written and copies it out.
-  virtual std::vector<float> read(operand_id id, std::size_t count) = 0;
+  // Where a read copies the bytes to: called once, when they are there (so that a read whose
+  // producer failed throws that failure, not the host's lack of memory for the result).
+  using destination = std::function<char*()>;
+
+  // Waits until operand id (a cpu tensor of `bytes` bytes) is written and copies it out.
+  virtual void read(operand_id id, uint64_t bytes, const destination& into) = 0;
 
   // True when a tensor of `bytes` is too large to stage whole in the host store: it is moved and
   // read through the store in pieces.
   virtual bool piecewise(uint64_t bytes) const noexcept = 0;
 
-  // Copies out device operand id (count floats) a piece at a time through the store.
-  virtual std::vector<float> read_device(operand_id id, std::size_t count) = 0;
+  // Copies out device operand id (`bytes` bytes) a piece at a time through the store.
+  virtual void read_device(operand_id id, uint64_t bytes, const destination& into) = 0;
 
   virtual void sync() = 0;
 
@@ -50,10 +55,13 @@ private:
 };
 
 // What a tensor handle shares: its operand, its metadata, and a weak reference to the runtime, so a
-// tensor that outlives its runtime fails cleanly instead of touching freed state.
+// tensor that outlives its runtime fails cleanly instead of touching freed state. A view shares
+// its base's operand (and keeps the base, which releases it): its elements lie in that operand at
+// `offset` with `strides`.
 struct tensor_node {
-  tensor_node(std::weak_ptr<runtime_core> rt, operand_id id, shape_t shape, device where) noexcept
-    : runtime(std::move(rt)), id(id), shape(std::move(shape)), where(where) {}
+  tensor_node(std::weak_ptr<runtime_core> rt, operand_id id, shape_t shape, device where,
+              dtype type) noexcept
+    : runtime(std::move(rt)), id(id), shape(std::move(shape)), where(where), type(type) {}
 
   ~tensor_node();
 
@@ -63,22 +71,46 @@ struct tensor_node {
   // The live runtime, or ag::error naming `what` when the runtime is gone.
   std::shared_ptr<runtime_core> live(const char* what) const;
 
-  static tensor make(std::weak_ptr<runtime_core> rt, operand_id id, shape_t shape, device where) {
-    return tensor{std::make_shared<tensor_node>(std::move(rt), id, std::move(shape), where)};
+  static tensor make(std::weak_ptr<runtime_core> rt, operand_id id, shape_t shape, device where,
+                     dtype type) {
+    return tensor{std::make_shared<tensor_node>(std::move(rt), id, std::move(shape), where, type)};
   }
+
+  // A view of t's elements: `shape`, read at `offset` with `strides` (in elements of t's operand).
+  // The handle of the operand itself when that is what the view reads.
+  static tensor view(const tensor& t, shape_t shape, shape_t strides, int64_t offset);
 
   // The node of t; ag::error naming `what` for an undefined handle.
   static const tensor_node& of(const tensor& t, const char* what) { return t.checked(what); }
+
+  // True when the tensor is its operand, whole and row-major (not a view that reads it otherwise).
+  bool whole() const noexcept { return strides.empty(); }
+  // The strides with which the tensor reads its operand.
+  shape_t element_strides() const { return whole() ? contiguous_strides(shape) : strides; }
 
   std::weak_ptr<runtime_core> runtime;
   operand_id id;
   shape_t shape;
   device where;
-  ag::dtype type = ag::dtype::float32;
+  dtype type;
+  std::shared_ptr<const tensor_node> base; // a view: the tensor whose operand it reads
+  shape_t strides;                         // a view: per dimension; empty when whole()
+  int64_t offset = 0;                      // a view: its first element in the operand
+  uint64_t operand_elements = 0;           // a view: elements of the operand
 };
 
 // Names the result of the operator `req` describes (req.out, a fresh id), submits it and returns
-// the handle of that result: a tensor of `shape` on req.where.
+// the handle of that result: a tensor of `shape` and req.type on req.where.
 tensor submit(const std::shared_ptr<runtime_core>& rt, op_request&& req, shape_t shape);
+
+// runtime::full and runtime::from_bytes, for the runtime whose devices are `devices` ("cpu,sim:0").
+tensor full(const std::shared_ptr<runtime_core>& rt, const shape_t& shape, double value,
+            const device& where, dtype type, const std::string& devices);
+tensor from_bytes(const std::shared_ptr<runtime_core>& rt, const shape_t& shape, dtype type,
+                  const void* data, std::size_t nbytes, const device& where,
+                  const std::string& devices);
+
+// t as a tensor of its own (whole()): t itself, or a clone of the view.
+tensor materialized(const tensor& t, const char* what);
 
 } // namespace ag::detail

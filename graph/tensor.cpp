@@ -1,7 +1,9 @@
-// Tensor operators on the caller's thread: validate (shape, dtype, device), name the result, send
-// the request to the executor. Nothing here waits, except to_vector().
+// Tensor handles on the caller's thread: metadata, moves, reads and the operators that predate the
+// table (matmul, sum). Nothing here waits, except the reads.
 #include "actorgraph/tensor.hpp"
 
+#include <cstring>
+#include <new>
 #include <string>
 
 #include "actorgraph/error.hpp"
@@ -12,6 +14,8 @@ namespace ag {
 namespace detail {
 
 tensor_node::~tensor_node() {
+  if (base)
+    return; // a view: its base releases the operand
   if (auto rt = runtime.lock())
     rt->release(id);
 }
@@ -24,12 +28,42 @@ std::shared_ptr<runtime_core> tensor_node::live(const char* what) const {
   return rt;
 }
 
+tensor tensor_node::view(const tensor& t, shape_t shape, shape_t strides, int64_t offset) {
+  const auto& x = t.checked("view");
+  const auto owner = x.base ? x.base : t.node_;
+  const uint64_t elements = x.base ? x.operand_elements : element_count(x.shape, "view");
+  const bool whole = offset == 0 && element_count(shape, "view") == elements
+                     && [&] {
+                          const auto row_major = contiguous_strides(shape);
+                          for (std::size_t i = 0; i < shape.size(); ++i)
+                            if (shape[i] != 1 && strides[i] != row_major[i])
+                              return false;
+                          return true;
+                        }();
+  if (whole && !x.base && shape == x.shape)
+    return t;
+  auto v = std::make_shared<tensor_node>(x.runtime, x.id, std::move(shape), x.where, x.type);
+  v->base = owner;
+  v->operand_elements = elements;
+  if (!whole) {
+    v->strides = std::move(strides);
+    v->offset = offset;
+  }
+  return tensor{std::move(v)};
+}
+
 tensor submit(const std::shared_ptr<runtime_core>& rt, op_request&& req, shape_t shape) {
   req.out = rt->next_id();
   const operand_id out = req.out;
   const device where = req.where;
+  const dtype type = req.type;
   rt->submit(std::move(req));
-  return tensor_node::make(rt, out, std::move(shape), where);
+  return tensor_node::make(rt, out, std::move(shape), where, type);
+}
+
+tensor materialized(const tensor& t, const char* what) {
+  const auto& x = tensor_node::of(t, what);
+  return x.whole() ? t : t.contiguous();
 }
 
 } // namespace detail
@@ -55,48 +89,21 @@ device tensor::device() const { return checked("device").where; }
 int64_t tensor::numel() const {
   return static_cast<int64_t>(detail::element_count(checked("numel").shape, "numel"));
 }
+int64_t tensor::dim() const { return static_cast<int64_t>(checked("dim").shape.size()); }
+bool tensor::is_contiguous() const {
+  const auto& x = checked("is_contiguous");
+  return x.whole();
+}
 
 namespace {
 
-// Validates a binary elementwise op and submits it.
-tensor elementwise(op_kind kind, const tensor& x, const tensor& y, const tensor_node& a,
-                   const tensor_node& b) {
-  const std::string name = to_string(kind);
-  auto mismatch = [&](const char* what) {
-    return error(name + ": " + what + " mismatch: lhs " + x.str() + ", rhs " + y.str());
-  };
-  if (a.where != b.where)
-    throw mismatch("device");
-  if (a.type != b.type)
-    throw mismatch("dtype");
-  if (a.shape != b.shape)
-    throw mismatch("shape");
-  if (a.runtime.lock() != b.runtime.lock())
-    throw mismatch("runtime");
-  auto rt = a.live(name.c_str());
-  op_request req;
-  req.kind = kind;
-  req.where = a.where;
-  req.a = a.id;
-  req.b = b.id;
-  req.count = detail::element_count(a.shape, name.c_str());
-  return detail::submit(rt, std::move(req), a.shape);
+// A float32 operator of the first vocabulary: its operands must be float32 tensors of their own.
+void check_float32(const char* what, const tensor& x) {
+  if (x.dtype() != dtype::float32)
+    throw error(std::string{what} + ": takes float32 tensors (for now), got " + x.str());
 }
 
 } // namespace
-
-tensor operator+(const tensor& x, const tensor& y) {
-  return elementwise(op_kind::add, x, y, x.checked("add"), y.checked("add"));
-}
-tensor operator-(const tensor& x, const tensor& y) {
-  return elementwise(op_kind::sub, x, y, x.checked("sub"), y.checked("sub"));
-}
-tensor operator*(const tensor& x, const tensor& y) {
-  return elementwise(op_kind::mul, x, y, x.checked("mul"), y.checked("mul"));
-}
-tensor operator/(const tensor& x, const tensor& y) {
-  return elementwise(op_kind::div, x, y, x.checked("div"), y.checked("div"));
-}
 
 tensor tensor::matmul(const tensor& rhs) const {
   const auto& a = checked("matmul");
@@ -108,6 +115,7 @@ tensor tensor::matmul(const tensor& rhs) const {
     throw fail("device mismatch");
   if (a.type != b.type)
     throw fail("dtype mismatch");
+  check_float32("matmul", *this);
   if (a.shape.size() != 2 || b.shape.size() != 2)
     throw fail("both operands must be 2-D");
   if (a.shape[1] != b.shape[0])
@@ -116,11 +124,13 @@ tensor tensor::matmul(const tensor& rhs) const {
   if (a.runtime.lock() != b.runtime.lock())
     throw fail("runtime mismatch");
   auto rt = a.live("matmul");
+  const tensor x = detail::materialized(*this, "matmul");
+  const tensor y = detail::materialized(rhs, "matmul");
   op_request req;
   req.kind = op_kind::matmul;
   req.where = a.where;
-  req.a = a.id;
-  req.b = b.id;
+  req.a = tensor_node::of(x, "matmul").id;
+  req.b = tensor_node::of(y, "matmul").id;
   req.m = static_cast<uint64_t>(a.shape[0]);
   req.k = static_cast<uint64_t>(a.shape[1]);
   req.n = static_cast<uint64_t>(b.shape[1]);
@@ -129,27 +139,18 @@ tensor tensor::matmul(const tensor& rhs) const {
   return detail::submit(rt, std::move(req), std::move(out_shape));
 }
 
-namespace {
-
-tensor unary(op_kind kind, const tensor_node& a, shape_t out_shape) {
-  const std::string name = to_string(kind);
-  auto rt = a.live(name.c_str());
+tensor tensor::sum() const {
+  const auto& a = checked("sum");
+  check_float32("sum", *this);
+  auto rt = a.live("sum");
+  const tensor x = detail::materialized(*this, "sum");
   op_request req;
-  req.kind = kind;
+  req.kind = op_kind::sum;
   req.where = a.where;
-  req.a = a.id;
-  req.count = detail::element_count(kind == op_kind::sum ? a.shape : out_shape, name.c_str());
-  return detail::submit(rt, std::move(req), std::move(out_shape));
+  req.a = tensor_node::of(x, "sum").id;
+  req.count = detail::element_count(a.shape, "sum");
+  return detail::submit(rt, std::move(req), shape_t{});
 }
-
-} // namespace
-
-tensor tensor::relu() const {
-  const auto& a = checked("relu");
-  return unary(op_kind::relu, a, a.shape);
-}
-
-tensor tensor::sum() const { return unary(op_kind::sum, checked("sum"), shape_t{}); }
 
 tensor tensor::to(const ag::device& target) const {
   const auto& a = checked("to");
@@ -158,23 +159,66 @@ tensor tensor::to(const ag::device& target) const {
   auto rt = a.live("to");
   if (!rt->has_device(target))
     throw error("to: " + target.str() + " is not a device of this runtime (moving " + str() + ")");
+  const tensor x = detail::materialized(*this, "to");
   op_request req;
   req.kind = op_kind::copy;
   req.where = target;
-  req.a = a.id;
+  req.type = req.in_type = a.type;
+  req.a = tensor_node::of(x, "to").id;
   req.count = detail::element_count(a.shape, "to");
   return detail::submit(rt, std::move(req), a.shape);
 }
 
-std::vector<float> tensor::to_vector() const {
-  const auto& a = checked("to_vector");
-  auto rt = a.live("to_vector");
-  const uint64_t count = detail::element_count(a.shape, "to_vector");
+void tensor::read_bytes(ag::dtype type, const char* what, void* ctx,
+                        char* (*into)(void*, std::size_t)) const {
+  const auto& a = checked(what);
+  if (type != a.type)
+    throw error(std::string{what} + "<" + to_string(type) + ">: the tensor is " + str());
+  if (!a.whole())
+    return detail::materialized(*this, what).read_bytes(type, what, ctx, into);
+  auto rt = a.live(what);
+  const uint64_t count = detail::element_count(a.shape, what);
+  const uint64_t bytes = bytes_of(a.type, count, what);
+  auto destination = [&]() -> char* {
+    try {
+      return into(ctx, static_cast<std::size_t>(count));
+    } catch (const std::bad_alloc&) {
+    } catch (const std::length_error&) {
+    }
+    throw error(std::string{what} + " of " + str() + ": out of host memory for its "
+                + std::to_string(count) + " values (" + std::to_string(bytes) + " bytes)");
+  };
   if (a.where.is_cpu())
-    return rt->read(a.id, count);
-  if (rt->piecewise(count * sizeof(float)))
-    return rt->read_device(a.id, count);
-  return to(device::cpu()).to_vector();
+    return rt->read(a.id, bytes, destination);
+  if (rt->piecewise(bytes))
+    return rt->read_device(a.id, bytes, destination);
+  to(device::cpu()).read_bytes(type, what, ctx, into);
+}
+
+namespace {
+
+// The values of t (of dtype T) as floats.
+template <class T>
+std::vector<float> as_floats(const std::vector<T>& v) {
+  std::vector<float> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i)
+    out[i] = static_cast<float>(v[i]);
+  return out;
+}
+
+} // namespace
+
+std::vector<float> tensor::to_vector() const {
+  constexpr const char* what = "to_vector";
+  switch (checked(what).type) {
+    case ag::dtype::float32: return read_as<float>(what);
+    case ag::dtype::float16: return as_floats(read_as<half>(what));
+    case ag::dtype::bfloat16: return as_floats(read_as<bfloat16>(what));
+    case ag::dtype::int32: return as_floats(read_as<int32_t>(what));
+    case ag::dtype::int64: return as_floats(read_as<int64_t>(what));
+    case ag::dtype::uint8: return as_floats(read_as<uint8_t>(what));
+  }
+  throw error("to_vector: " + str() + " has no dtype");
 }
 
 } // namespace ag

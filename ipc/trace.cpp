@@ -153,10 +153,9 @@ private:
   std::string check_batch(const batch& b) const {
     if (auto why = lane(b.lane); !why.empty())
       return why;
-    for (const auto& op : b.ops) {
-      if (static_cast<std::size_t>(op.kind) >= op_kind_count || op.kind == op_kind::upload)
-        return "an operator of kind " + std::to_string(static_cast<int>(op.kind));
-    }
+    for (const auto& op : b.ops)
+      if (auto why = malformed(op); !why.empty())
+        return why;
     return {};
   }
 

@@ -21,7 +21,7 @@
 namespace ag::trace {
 
 constexpr char magic[8] = {'A', 'G', 'T', 'R', 'A', 'C', 'E', '\0'};
-constexpr uint32_t format_version = 1;
+constexpr uint32_t format_version = 2;
 constexpr std::size_t file_header_size = 16;
 constexpr std::size_t record_header_size = 16;
 constexpr std::size_t record_trailer_size = 4; // CRC-32 of record header and payload

@@ -129,10 +129,19 @@ void encode_data_offset(void* frame, uint64_t offset) noexcept {
   put_be(static_cast<unsigned char*>(frame), offset, 8);
 }
 
+std::size_t encoded_size(const op_desc& op) noexcept {
+  const auto& l = op.layout;
+  return op_desc_bytes - 2 * length_bytes(0) + length_bytes(l.shape.size())
+         + sizeof(int64_t) * l.shape.size() + length_bytes(l.strides.size())
+         + sizeof(int64_t) * l.strides.size();
+}
+
 std::size_t encoded_size(const batch& x) noexcept {
-  return sizeof(x.lane) + sizeof(x.ops_before) + length_bytes(x.ops.size())
-         + op_desc_bytes * x.ops.size() + length_bytes(x.no_hold.size())
-         + no_hold_bytes * x.no_hold.size();
+  std::size_t n = sizeof(x.lane) + sizeof(x.ops_before) + length_bytes(x.ops.size())
+                  + length_bytes(x.no_hold.size()) + no_hold_bytes * x.no_hold.size();
+  for (const auto& op : x.ops)
+    n += encoded_size(op);
+  return n;
 }
 
 std::size_t encoded_size(const execute_msg& x) noexcept {
@@ -161,9 +170,9 @@ void decode(const void* data, std::size_t size, execute_msg& x) {
   decode_any(data, size, x, "execute");
   for (const auto& b : x.batches)
     for (const auto& op : b.ops)
-      if (static_cast<std::size_t>(op.kind) >= op_kind_count || op.kind == op_kind::upload)
-        throw error("wire: malformed execute message: lane " + std::to_string(b.lane)
-                    + " has an operator of kind " + std::to_string(static_cast<int>(op.kind)));
+      if (auto why = malformed(op); !why.empty())
+        throw error("wire: malformed execute message: lane " + std::to_string(b.lane) + " has "
+                    + why);
 }
 
 void decode(const void* data, std::size_t size, ready_msg& x) {

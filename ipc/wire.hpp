@@ -20,7 +20,7 @@
 namespace ag::wire {
 
 constexpr char magic[2] = {'A', 'G'};
-constexpr uint8_t version = 3;
+constexpr uint8_t version = 4;
 constexpr std::size_t header_size = 16;
 // ZMQ_MAXMSGSIZE of every receiving socket: the largest frame a peer may send.
 constexpr int64_t max_frame_bytes = int64_t{1} << 30;
@@ -106,16 +106,6 @@ typename Inspector::result_type inspect(Inspector& f, execute_msg& x) {
   return f(caf::meta::type_name("execute_msg"), x.batches);
 }
 
-// Encoded sizes, from the schemas' field types as the encoder writes them (docs/PROTOCOL.md,
-// section 2): each field at its own width, the scalar as its 32 bits, a sequence as its length
-// (a varbyte) and then its elements.
-constexpr std::size_t operand_ref_bytes = sizeof(operand_ref::id) + sizeof(operand_ref::offset);
-constexpr std::size_t op_desc_bytes = sizeof(op_kind) + 3 * operand_ref_bytes
-                                      + sizeof(op_desc::count) + sizeof(op_desc::m)
-                                      + sizeof(op_desc::k) + sizeof(op_desc::n)
-                                      + sizeof(op_desc::scalar);
-constexpr std::size_t no_hold_bytes = sizeof(operand_id); // one entry of batch::no_hold
-
 // A sequence length of n: base 128, of n truncated to 32 bits as the encoder does, so 1 to 5 bytes.
 constexpr std::size_t length_bytes(std::size_t n) noexcept {
   std::size_t bytes = 1;
@@ -125,6 +115,20 @@ constexpr std::size_t length_bytes(std::size_t n) noexcept {
 }
 constexpr std::size_t max_length_bytes = length_bytes(UINT32_MAX);
 
+// Encoded sizes, from the schemas' field types as the encoder writes them (docs/PROTOCOL.md,
+// section 2): each field at its own width, the scalar as its 64 bits, a sequence as its length
+// (a varbyte) and then its elements.
+constexpr std::size_t operand_ref_bytes = sizeof(operand_ref::id) + sizeof(operand_ref::offset);
+// An operator without a layout (op_layout::empty()).
+constexpr std::size_t op_desc_bytes = sizeof(op_kind) + 4 * operand_ref_bytes
+                                      + sizeof(op_desc::count) + sizeof(op_desc::m)
+                                      + sizeof(op_desc::k) + sizeof(op_desc::n)
+                                      + sizeof(op_desc::scalar) + 2 * sizeof(dtype)
+                                      + 2 * length_bytes(0) + 3 * sizeof(int64_t);
+constexpr std::size_t no_hold_bytes = sizeof(operand_id); // one entry of batch::no_hold
+
+// Exactly what op takes of an encoded batch: op_desc_bytes and its layout's dimensions.
+std::size_t encoded_size(const op_desc& op) noexcept;
 // Exactly encode(x).size(): the body of an Execute message (the header frame is header_size
 // more), and the part of it that one batch takes.
 std::size_t encoded_size(const batch& x) noexcept;

@@ -6,6 +6,7 @@
 #include "actorgraph/error.hpp"
 #include "actorgraph/graph_option.hpp"
 #include "actorgraph/node.hpp"
+#include "actorgraph/ops.hpp"
 #include "actorgraph/runtime.hpp"
 #include "actorgraph/stop_signals.hpp"
 #include "actorgraph/tensor.hpp"

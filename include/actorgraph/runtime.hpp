@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include <caf/fwd.hpp>
@@ -57,11 +58,24 @@ public:
   runtime(const runtime&) = delete;
   runtime& operator=(const runtime&) = delete;
 
-  // A tensor of the given shape with every element set to value.
-  tensor full(const shape_t& shape, float value, const device& where);
+  // A tensor of the given shape and dtype with every element set to value (converted as astype
+  // converts; a whole number for an integer dtype).
+  tensor full(const shape_t& shape, double value, const device& where,
+              dtype type = dtype::float32);
 
-  // A tensor holding values (row-major); values.size() must equal the shape's element count.
-  tensor from_vector(const shape_t& shape, std::vector<float> values, const device& where);
+  // A tensor holding values (row-major), of the values' dtype (float, ag::half, ag::bfloat16,
+  // int32_t, int64_t, uint8_t); values.size() must equal the shape's element count. A braced list
+  // of numbers is float32.
+  tensor from_vector(const shape_t& shape, const std::vector<float>& values, const device& where);
+  template <class T, class = std::enable_if_t<detail::is_value_type<T> && !std::is_same_v<T, float>>>
+  tensor from_vector(const shape_t& shape, const std::vector<T>& values, const device& where) {
+    return from_bytes(shape, dtype_of_v<T>, values.data(), values.size() * sizeof(T), where);
+  }
+
+  // A tensor of `type` holding the nbytes at data (row-major, the host's byte order); nbytes must
+  // be the shape's element count times the dtype's size.
+  tensor from_bytes(const shape_t& shape, dtype type, const void* data, std::size_t nbytes,
+                    const device& where);
 
   // Waits until every operator submitted so far has run. Throws ag::error naming the device, the
   // op and the reason when one failed, or when the wait exceeds wait_timeout.

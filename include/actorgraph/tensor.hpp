@@ -1,10 +1,14 @@
 // ag::tensor: a handle to the result of an operator. Operators are built eagerly on the caller's
-// thread (validated there, then sent to the executor); results are read with to_vector(), which
-// waits for them. Copying a handle shares the tensor; the last handle to go releases it.
+// thread (validated there, then sent to the executor); results are read with to_vector() or
+// values<T>(), which wait for them. Copying a handle shares the tensor; the last handle to go
+// releases it. Tensors are never written after they are made, so a view (reshape, transpose,
+// permute, slice: docs/OPERATORS.md) always shows the values its base had when it was taken.
 //
 // Threads: like std::shared_ptr, copies of a handle may be used on different threads at once; one
 // handle object must not be assigned on one thread while another thread uses it. An operator call
 // may block while its device has too much work in flight (graph_option::max_in_flight_ops).
+//
+// The operators beyond these members are free functions in actorgraph/ops.hpp.
 #pragma once
 
 #include <cstdint>
@@ -34,9 +38,31 @@ public:
   ag::dtype dtype() const;
   ag::device device() const;
   int64_t numel() const;
+  // Dimensions (0 for a scalar).
+  int64_t dim() const;
+  // True unless the tensor is a view whose elements do not lie row-major from its first.
+  bool is_contiguous() const;
 
   // Explicit move to another device (as in PyTorch); the same handle when already there.
   tensor to(const ag::device& target) const;
+
+  // The values converted to `type` (the same handle when already of it): floating to integer
+  // rounds toward zero, saturates, and makes NaN 0; to uint8 likewise within [0, 255].
+  tensor astype(ag::dtype type) const;
+
+  // A tensor of its own, contiguous (the same handle when the tensor already is).
+  tensor contiguous() const;
+
+  // -- views (no copy, except reshape of a view that cannot be reshaped in place) ------------------
+  // The same elements in `shape`, one of whose dimensions may be -1.
+  tensor reshape(const shape_t& shape) const;
+  // Dimensions d0 and d1 swapped (negatives count from the end).
+  tensor transpose(int64_t d0, int64_t d1) const;
+  // Dimension i of the result is dimension dims[i] of this one.
+  tensor permute(const std::vector<int64_t>& dims) const;
+  // Elements [start, end) of dimension dim, as Python slices them (negatives from the end,
+  // clamped to the dimension).
+  tensor slice(int64_t dim, int64_t start, int64_t end) const;
 
   // 2-D float32 matrix product: [m, k] x [k, n] -> [m, n].
   tensor matmul(const tensor& rhs) const;
@@ -44,19 +70,21 @@ public:
   // max(x, 0) elementwise.
   tensor relu() const;
 
-  // Sum of all elements: shape {}.
+  // Sum of all elements (float32): shape {}.
   tensor sum() const;
 
-  // Waits for the value and copies it out (moving it to the cpu first when it lives elsewhere).
-  // Throws ag::error when the work that produces it failed or did not finish within the
+  // Waits for the value and copies it out (moving it to the cpu first when it lives elsewhere),
+  // converted to float: exact for every dtype but int32 and int64 beyond 2^24 (values<T>() is
+  // exact). Throws ag::error when the work that produces it failed or did not finish within the
   // runtime's wait_timeout.
   std::vector<float> to_vector() const;
 
-  // Elementwise, on tensors of the same shape, dtype and device.
-  friend tensor operator+(const tensor& x, const tensor& y);
-  friend tensor operator-(const tensor& x, const tensor& y);
-  friend tensor operator*(const tensor& x, const tensor& y);
-  friend tensor operator/(const tensor& x, const tensor& y);
+  // The exact values, row-major. T must be the dtype's value type (float, ag::half,
+  // ag::bfloat16, int32_t, int64_t, uint8_t), else ag::error naming both.
+  template <class T>
+  std::vector<T> values() const {
+    return read_as<T>("values");
+  }
 
   // "float32[4,4] on sim:0".
   std::string str() const;
@@ -66,6 +94,23 @@ private:
   explicit tensor(std::shared_ptr<detail::tensor_node> node) noexcept : node_(std::move(node)) {}
 
   const detail::tensor_node& checked(const char* what) const;
+
+  // Waits for the value and copies its bytes out, as `what` (named in errors); ag::error when the
+  // dtype is not T's.
+  template <class T>
+  std::vector<T> read_as(const char* what) const {
+    std::vector<T> out;
+    auto into = [&out](std::size_t n) {
+      out.resize(n);
+      return reinterpret_cast<char*>(out.data());
+    };
+    read_bytes(dtype_of_v<T>, what, &into,
+               [](void* f, std::size_t n) { return (*static_cast<decltype(into)*>(f))(n); });
+    return out;
+  }
+  // into(ctx, numel()) gives the memory the bytes go to.
+  void read_bytes(ag::dtype type, const char* what, void* ctx,
+                  char* (*into)(void*, std::size_t)) const;
 
   std::shared_ptr<detail::tensor_node> node_;
 };

@@ -21,6 +21,7 @@
 #include "tests/actors/process_helpers.hpp"
 #include "tests/actors/replay_helpers.hpp"
 #include "tests/temp_files.hpp"
+#include "tests/helpers/float_kernels.hpp"
 
 using Catch::Contains;
 
@@ -76,7 +77,7 @@ TEST_CASE("a direct move between cuda peers keeps every bit and its source may g
         moved = (src + src).to(ag::device::cuda(1));
       }
       std::vector<float> twice(n);
-      ag::cpu::binary(ag::op_kind::add, v.data(), v.data(), twice.data(), n);
+      ag::test::binary(ag::op_kind::add, v.data(), v.data(), twice.data(), n);
       CHECK(same_bits(moved.to_vector(), twice));
       CHECK(same_bits(moved.to(ag::device::cuda(0)).to_vector(), twice));
     }
@@ -103,7 +104,7 @@ TEST_CASE("every collective over cuda peers equals the host computation bit for 
     const auto h0 = values(n, 3);
     const auto h1 = values(n, 8);
     std::vector<float> sum(n);
-    ag::cpu::binary(ag::op_kind::add, h0.data(), h1.data(), sum.data(), n);
+    ag::test::binary(ag::op_kind::add, h0.data(), h1.data(), sum.data(), n);
     const std::vector<ag::tensor> parts{
       rt.from_vector({static_cast<int64_t>(n)}, h0, devs[0]),
       rt.from_vector({static_cast<int64_t>(n)}, h1, devs[1])};
@@ -196,7 +197,7 @@ TEST_CASE("a child killed before or after it writes its export fails a direct al
     }
     CHECK_THROWS_WITH(rt.sync(), Contains("cuda:0"));
     std::vector<float> twice(n);
-    ag::cpu::binary(ag::op_kind::add, h1.data(), h1.data(), twice.data(), n);
+    ag::test::binary(ag::op_kind::add, h1.data(), h1.data(), twice.data(), n);
     CHECK(same_bits((b + b).to_vector(), twice)); // cuda:1 goes on
   }
   CHECK(runner_children().empty());

@@ -15,6 +15,7 @@
 
 #include "cuda/cpu_kernels.hpp"
 #include "tests/actors/process_helpers.hpp"
+#include "tests/helpers/float_kernels.hpp"
 
 namespace {
 
@@ -44,11 +45,11 @@ TEST_CASE("elementwise operators on cuda:0 match the reference bit for bit", "[c
   const auto av = ramp(n, -3.0f, 0.01f);
   const auto bv = ramp(n, 0.5f, 0.02f);
   std::vector<float> t(n), u(n), ref(n), r(n);
-  ag::cpu::binary(ag::op_kind::add, av.data(), bv.data(), t.data(), n);
-  ag::cpu::binary(ag::op_kind::mul, t.data(), av.data(), t.data(), n);
-  ag::cpu::binary(ag::op_kind::div, bv.data(), av.data(), u.data(), n);
-  ag::cpu::binary(ag::op_kind::sub, t.data(), u.data(), ref.data(), n);
-  ag::cpu::relu(ref.data(), r.data(), n);
+  ag::test::binary(ag::op_kind::add, av.data(), bv.data(), t.data(), n);
+  ag::test::binary(ag::op_kind::mul, t.data(), av.data(), t.data(), n);
+  ag::test::binary(ag::op_kind::div, bv.data(), av.data(), u.data(), n);
+  ag::test::binary(ag::op_kind::sub, t.data(), u.data(), ref.data(), n);
+  ag::test::relu(ref.data(), r.data(), n);
   auto a = rt.from_vector({int64_t(n)}, av, ag::device::cuda(0));
   auto b = rt.from_vector({int64_t(n)}, bv, ag::device::cuda(0));
   auto c = (a + b) * a - b / a;

@@ -76,7 +76,7 @@ struct lanes_on_board {
 ag::operand_ref range(int r) { return {0, static_cast<uint64_t>(r) * lanes_on_board::range}; }
 
 ag::op_desc fill(int r, float x) {
-  ag::op_desc op{ag::op_kind::fill, range(r), {}, {}, 64, 0, 0, 0};
+  ag::op_desc op = make_op(ag::op_kind::fill, range(r), {}, {}, 64, 0, 0, 0);
   op.scalar = x;
   return op;
 }

@@ -19,6 +19,7 @@
 #include "tests/actors/replay_helpers.hpp"
 #include "tests/actors/random_program.hpp"
 #include "tests/temp_files.hpp"
+#include "tests/helpers/float_kernels.hpp"
 
 using Catch::Contains;
 using ag::test::same_bits;
@@ -51,7 +52,7 @@ std::vector<float> values(std::size_t n, int seed) {
 std::vector<float> host_sum(const std::vector<std::vector<float>>& parts) {
   auto sum = parts.front();
   for (std::size_t r = 1; r < parts.size(); ++r)
-    ag::cpu::binary(ag::op_kind::add, sum.data(), parts[r].data(), sum.data(), sum.size());
+    ag::test::binary(ag::op_kind::add, sum.data(), parts[r].data(), sum.data(), sum.size());
   return sum;
 }
 

@@ -31,7 +31,7 @@ inline constexpr float unwritten = -12345.0f;
 
 inline std::string add_fields(ag::operand_ref out, ag::operand_ref a, ag::operand_ref b,
                               uint64_t count) {
-  return fields(ag::op_desc{ag::op_kind::add, out, a, b, count, 0, 0, 0});
+  return fields(ag::make_op(ag::op_kind::add, out, a, b, count, 0, 0, 0));
 }
 
 inline std::string deps_str(const std::vector<ag::dependency>& deps) {
@@ -211,9 +211,10 @@ struct emulator {
         REQUIRE_FALSE(op.b.on_host());
         const auto src = mem[lane].find(op.a.id);
         REQUIRE(src != mem[lane].end());
-        REQUIRE(src->second.size() == op.count);
+        REQUIRE(op.type == ag::dtype::uint8); // it exports the operand's bytes
+        REQUIRE(src->second.size() * sizeof(float) == op.count);
         ag::export_slot x;
-        x.bytes = op.count * sizeof(float);
+        x.bytes = op.count;
         x.pid = static_cast<int32_t>(4000 + lane);
         x.lane = lane;
         x.index = static_cast<int32_t>(lane) - 1;
@@ -452,14 +453,14 @@ inline ag::planner_setup with_peers(ag::planner_setup s, std::vector<uint32_t> g
 
 inline std::string peer_copy_fields(ag::operand_id out, ag::operand_id a, uint64_t count,
                                     uint32_t from, uint64_t first = 0, uint64_t total = 0) {
-  return fields(ag::op_desc{ag::op_kind::peer_copy, {out, no_offset}, {a, no_offset}, {}, count,
-                            first, from, total});
+  return fields(ag::make_op(ag::op_kind::peer_copy, {out, no_offset}, {a, no_offset}, {}, count,
+                            first, from, total));
 }
 
 inline std::string peer_sum_fields(ag::operand_id out, uint64_t group, uint64_t count,
                                    uint64_t first, uint64_t parts) {
   return fields(
-    ag::op_desc{ag::op_kind::peer_sum, {out, no_offset}, {0, group}, {}, count, first, parts, 0});
+    ag::make_op(ag::op_kind::peer_sum, {out, no_offset}, {0, group}, {}, count, first, parts, 0));
 }
 
 // The k peer_entry records in the store at offset.
@@ -559,21 +560,22 @@ inline ag::planner_setup remote_peers(std::vector<uint32_t> group,
   return with_peers(setup_of(store_bytes, true, lanes), std::move(group));
 }
 
+// An export of an operand of `count` floats: its bytes.
 inline std::string export_fields(uint64_t slot, ag::operand_id a, uint64_t count) {
-  return fields(
-    ag::op_desc{ag::op_kind::peer_export, {0, slot}, {a, no_offset}, {}, count, 0, 0, 0});
+  return fields(ag::make_op(ag::op_kind::peer_export, {0, slot}, {a, no_offset}, {},
+                            count * sizeof(float), 0, 0, 0));
 }
 
 // A peer_copy from another child: b is the source's export slot.
 inline std::string imported_copy_fields(ag::operand_id out, ag::operand_id a, uint64_t count,
                                         uint32_t from, uint64_t slot, uint64_t first = 0,
                                         uint64_t total = 0) {
-  return fields(ag::op_desc{ag::op_kind::peer_copy, {out, no_offset}, {a, no_offset}, {0, slot},
-                            count, first, from, total});
+  return fields(ag::make_op(ag::op_kind::peer_copy, {out, no_offset}, {a, no_offset}, {0, slot},
+                            count, first, from, total));
 }
 
 inline std::string forget_fields(uint32_t lane) {
-  return fields(ag::op_desc{ag::op_kind::peer_forget, {}, {}, {}, 0, 0, lane, 0});
+  return fields(ag::make_op(ag::op_kind::peer_forget, {}, {}, {}, 0, 0, lane, 0));
 }
 
 inline std::string dep_str(const ag::dependency& d) {

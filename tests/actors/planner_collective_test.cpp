@@ -483,8 +483,8 @@ TEST_CASE("a collective still waiting for store room at its deadline fails with 
     CHECK(e.op.kind == ag::op_kind::fill);
     CHECK(std::isnan(e.op.scalar));
     CHECK(fields(e.op)
-          == fields(ag::op_desc{ag::op_kind::fill, {l == sim0 ? 3u : 4u, no_offset}, {}, {}, 32,
-                                128, 0, 160}));
+          == fields(ag::make_op(ag::op_kind::fill, {l == sim0 ? 3u : 4u, no_offset}, {}, {}, 32,
+                                128, 0, 160)));
   }
   emu.run_all();
   for (auto [l, id] : std::vector<std::pair<uint32_t, ag::operand_id>>{{sim0, 3}, {sim1, 4}}) {
@@ -614,7 +614,7 @@ TEST_CASE("a part lane failing while an all_gather is partly placed taints every
   REQUIRE(stand_ins.size() == 2);
   for (std::size_t i = 0; i < 2; ++i) {
     CHECK(fields(stand_ins[i])
-          == fields(ag::op_desc{ag::op_kind::fill, {3, no_offset}, {}, {}, 64, 64 * i, 0, 320}));
+          == fields(ag::make_op(ag::op_kind::fill, {3, no_offset}, {}, {}, 64, 64 * i, 0, 320)));
     CHECK(std::isnan(stand_ins[i].scalar));
   }
   CHECK(r.plan.held() == 1); // its ranges free once sim:1 ran the stand-ins
@@ -625,7 +625,7 @@ TEST_CASE("a part lane failing while an all_gather is partly placed taints every
   const auto& rest = r.plan.lane(sim1).queue;
   REQUIRE(rest.size() == 1);
   CHECK(fields(rest.back().op)
-        == fields(ag::op_desc{ag::op_kind::fill, {3, no_offset}, {}, {}, 192, 128, 0, 320}));
+        == fields(ag::make_op(ag::op_kind::fill, {3, no_offset}, {}, {}, 192, 128, 0, 320)));
   CHECK(std::isnan(rest.back().op.scalar));
   const auto s = r.sync();
   emu.run_all();

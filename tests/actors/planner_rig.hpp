@@ -47,7 +47,7 @@ inline std::string fields(const ag::op_desc& op) {
 // `total`-element device operand.
 inline std::string copy_fields(ag::operand_ref out, ag::operand_ref a, uint64_t count,
                                uint64_t first = 0, uint64_t total = 0) {
-  return fields(ag::op_desc{ag::op_kind::copy, out, a, {}, count, first, 0, total});
+  return fields(ag::make_op(ag::op_kind::copy, out, a, {}, count, first, 0, total));
 }
 
 // Stores everything the planner asks for, in order.
@@ -188,7 +188,8 @@ inline ag::op_request upload(uint32_t lane, ag::operand_id out, std::vector<floa
   r.where = dev(lane);
   r.out = out;
   r.count = data.size();
-  r.data = std::move(data);
+  const auto* p = reinterpret_cast<const char*>(data.data());
+  r.data.assign(p, p + data.size() * sizeof(float));
   return r;
 }
 

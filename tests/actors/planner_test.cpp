@@ -141,12 +141,13 @@ TEST_CASE("a piece of a device tensor is copied to a staging range the reader gi
   r.plan.done(sim0, 1, 400);
   REQUIRE(r.plan.store().live_bytes() == 0);
   const auto w = r.plan.new_wait();
-  r.plan.fetch_piece(w, 1, 10, 20);
+  r.plan.fetch_piece(w, 1, 40, 80);
   r.drain();
   REQUIRE(r.out.batches(sim0) == 2);
   const auto& op = r.last_batch(sim0).ops.at(0);
-  // elements [10, 30) of the 100-element operand #1, into the staging range at 0
-  CHECK(fields(op) == copy_fields({0, 0}, {1, no_offset}, 20, 10, 100));
+  // bytes [40, 120) of the 400-byte operand #1, into the staging range at 0
+  CHECK(fields(op) == copy_fields({0, 0}, {1, no_offset}, 80, 40, 400));
+  CHECK(op.type == ag::dtype::uint8);
   CHECK_FALSE(r.out.was_answered(w));
   r.plan.done(sim0, 2, 400);
   CHECK(r.out.answer_of(w).offset == 0);

@@ -1,6 +1,7 @@
 // A random operator program over cpu and a runtime's devices: new tensors, elementwise ops (with
 // moves to bring operands together), relu, matmul, sum, moves, collectives over a random group of
-// places (all_reduce, reduce_scatter then all_gather, broadcast) and drops, with the CPU reference
+// places (all_reduce, reduce_scatter then all_gather, broadcast), a broadcast of a view, a trip
+// through bfloat16, a comparison's where, and drops, with the CPU reference
 // of every live value computed beside it. The same seed gives the same program on any runtime with
 // the same devices, so thread and process mode can be compared bit for bit.
 #pragma once
@@ -41,7 +42,7 @@ inline program_result run_random_program(runtime& rt, uint32_t seed, int steps,
   };
   std::vector<value> pool;
   for (int i = 0; i < steps; ++i) {
-    const std::size_t action = pool.size() < 3 ? 0 : pick(12);
+    const std::size_t action = pool.size() < 3 ? 0 : pick(15);
     if (action == 0) {
       std::vector<float> v(n);
       std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
@@ -57,7 +58,11 @@ inline program_result run_random_program(runtime& rt, uint32_t seed, int steps,
       auto y = pool[pick(pool.size())];
       const auto kind = static_cast<op_kind>(action); // add, sub, mul, div
       std::vector<float> ref(n);
-      cpu::binary(kind, x.ref.data(), y.ref.data(), ref.data(), n);
+      for (std::size_t i = 0; i < n; ++i)
+        ref[i] = kind == op_kind::add   ? x.ref[i] + y.ref[i]
+                 : kind == op_kind::sub ? x.ref[i] - y.ref[i]
+                 : kind == op_kind::mul ? x.ref[i] * y.ref[i]
+                                        : x.ref[i] / y.ref[i];
       const auto yt = y.t.to(x.t.device());
       tensor out = kind == op_kind::add   ? x.t + yt
                    : kind == op_kind::sub ? x.t - yt
@@ -67,7 +72,8 @@ inline program_result run_random_program(runtime& rt, uint32_t seed, int steps,
     } else if (action == 5) {
       auto& x = pool[pick(pool.size())];
       std::vector<float> ref(n);
-      cpu::relu(x.ref.data(), ref.data(), n);
+      for (std::size_t i = 0; i < n; ++i) // NaN stays NaN; -0 becomes +0
+        ref[i] = x.ref[i] > 0.0f || x.ref[i] != x.ref[i] ? x.ref[i] : 0.0f;
       pool.push_back({x.t.relu(), std::move(ref)});
     } else if (action == 6) { // a dot product through matmul: [1,n] x [n,1]
       auto& x = pool[pick(pool.size())];
@@ -104,7 +110,8 @@ inline program_result run_random_program(runtime& rt, uint32_t seed, int steps,
         if (k == 0)
           sum = first = x.ref;
         else
-          cpu::binary(op_kind::add, sum.data(), x.ref.data(), sum.data(), n);
+          for (std::size_t i = 0; i < n; ++i)
+            sum[i] += x.ref[i];
       }
       const std::size_t kind = pick(3);
       if (kind == 0) {
@@ -117,6 +124,29 @@ inline program_result run_random_program(runtime& rt, uint32_t seed, int steps,
         for (auto& r : broadcast(parts.front(), group))
           pool.push_back({r, first});
       }
+    } else if (action == 12) { // a broadcast add of a one-element view
+      auto& x = pool[pick(pool.size())];
+      auto& y = pool[pick(pool.size())];
+      const std::size_t at = pick(n);
+      std::vector<float> ref(n);
+      for (std::size_t k = 0; k < n; ++k)
+        ref[k] = x.ref[k] + y.ref[at];
+      const auto b = y.t.to(x.t.device()).slice(0, int64_t(at), int64_t(at) + 1);
+      pool.push_back({x.t + b, std::move(ref)});
+    } else if (action == 13) { // through bfloat16 and back, with a scalar on the left
+      auto& x = pool[pick(pool.size())];
+      std::vector<float> ref(n);
+      for (std::size_t k = 0; k < n; ++k)
+        ref[k] = float(bfloat16(0.5f * float(bfloat16(x.ref[k]))));
+      pool.push_back({(0.5 * x.t.astype(dtype::bfloat16)).astype(dtype::float32), std::move(ref)});
+    } else if (action == 14) { // a comparison's mask picks one operand or the other's negation
+      auto& x = pool[pick(pool.size())];
+      auto& y = pool[pick(pool.size())];
+      std::vector<float> ref(n);
+      for (std::size_t k = 0; k < n; ++k)
+        ref[k] = x.ref[k] > y.ref[k] ? x.ref[k] : -y.ref[k];
+      const auto yt = y.t.to(x.t.device());
+      pool.push_back({where(gt(x.t, yt), x.t, -yt), std::move(ref)});
     } else {
       pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(pick(pool.size())));
     }

@@ -13,6 +13,7 @@
 #include "cuda/cpu_kernels.hpp"
 #include "tests/actors/process_helpers.hpp"
 #include "tests/actors/random_program.hpp"
+#include "tests/helpers/float_kernels.hpp"
 
 namespace {
 
@@ -56,10 +57,10 @@ TEST_CASE("elementwise operators on every device give the reference result", "[a
   const auto av = iota(4096, -3.0f, 0.25f);
   const auto bv = iota(4096, 1.0f, 0.5f);
   std::vector<float> ref(4096), t(4096), u(4096);
-  ag::cpu::binary(ag::op_kind::add, av.data(), bv.data(), t.data(), 4096);    // a + b
-  ag::cpu::binary(ag::op_kind::mul, t.data(), av.data(), t.data(), 4096);     // (a + b) * a
-  ag::cpu::binary(ag::op_kind::div, bv.data(), av.data(), u.data(), 4096);    // b / a
-  ag::cpu::binary(ag::op_kind::sub, t.data(), u.data(), ref.data(), 4096);    // ... - b / a
+  ag::test::binary(ag::op_kind::add, av.data(), bv.data(), t.data(), 4096);    // a + b
+  ag::test::binary(ag::op_kind::mul, t.data(), av.data(), t.data(), 4096);     // (a + b) * a
+  ag::test::binary(ag::op_kind::div, bv.data(), av.data(), u.data(), 4096);    // b / a
+  ag::test::binary(ag::op_kind::sub, t.data(), u.data(), ref.data(), 4096);    // ... - b / a
   for (auto d : {ag::device::cpu(), ag::device::sim(0), ag::device::sim(1)}) {
     auto a = rt.from_vector({4096}, av, d);
     auto b = rt.from_vector({4096}, bv, d);
@@ -88,7 +89,7 @@ TEST_CASE("matmul, relu and sum match the reference kernels on sim devices", "[a
   const auto wv = iota(33 * 9, 0.5f, -0.003f);
   std::vector<float> h(17 * 9), r(17 * 9), s(1);
   ag::cpu::matmul(xv.data(), wv.data(), h.data(), 17, 33, 9);
-  ag::cpu::relu(h.data(), r.data(), r.size());
+  ag::test::relu(h.data(), r.data(), r.size());
   ag::cpu::sum(r.data(), s.data(), r.size());
   auto x = rt.from_vector({17, 33}, xv, ag::device::sim(1));
   auto w = rt.from_vector({33, 9}, wv, ag::device::sim(1));

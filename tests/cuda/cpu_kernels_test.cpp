@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cuda/cpu_kernels.hpp"
+#include "tests/helpers/float_kernels.hpp"
 
 namespace {
 
@@ -40,21 +41,25 @@ std::size_t first_difference(const std::vector<float>& x, const std::vector<floa
 
 constexpr float canary = -12345.0f;
 
+using ag::test::binary;
+using ag::test::fill;
+using ag::test::relu;
+
 } // namespace
 
 TEST_CASE("cpu fill sets exactly count elements", "[cuda-ref]") {
   std::vector<float> out(10, canary);
-  ag::cpu::fill(out.data(), 7, 2.5f);
+  fill(out.data(), 7, 2.5f);
   for (std::size_t i = 0; i < 7; ++i)
     CHECK(out[i] == 2.5f);
   for (std::size_t i = 7; i < 10; ++i)
     CHECK(out[i] == canary);
 
-  ag::cpu::fill(out.data(), 10, -0.0f);
+  fill(out.data(), 10, -0.0f);
   for (float x : out)
     CHECK(bits(x) == bits(-0.0f));
 
-  ag::cpu::fill(out.data(), 0, 1.0f); // touches nothing
+  fill(out.data(), 0, 1.0f); // touches nothing
   CHECK(bits(out[0]) == bits(-0.0f));
 }
 
@@ -82,7 +87,7 @@ TEST_CASE("cpu add, sub, mul and div match a plain loop bit for bit", "[cuda-ref
     for (std::size_t i = 0; i < n; ++i)
       expected[i] = op.f(a[i], b[i]);
     std::vector<float> out(n + 1, canary);
-    ag::cpu::binary(op.kind, a.data(), b.data(), out.data(), n);
+    binary(op.kind, a.data(), b.data(), out.data(), n);
     CHECK(out[n] == canary);
     out.pop_back();
     CHECK(first_difference(out, expected) == n);
@@ -95,7 +100,7 @@ TEST_CASE("cpu binary may write its result over an operand", "[cuda-ref]") {
   std::vector<float> expected(64);
   for (std::size_t i = 0; i < 64; ++i)
     expected[i] = a[i] * b[i];
-  ag::cpu::binary(ag::op_kind::mul, a.data(), b.data(), a.data(), a.size());
+  binary(ag::op_kind::mul, a.data(), b.data(), a.data(), a.size());
   CHECK(first_difference(a, expected) == a.size());
 }
 
@@ -108,7 +113,7 @@ TEST_CASE("cpu relu is max(x, 0) elementwise for numbers", "[cuda-ref]") {
   for (std::size_t i = 0; i < a.size(); ++i)
     expected[i] = a[i] > 0.0f ? a[i] : 0.0f;
   std::vector<float> out(a.size(), canary);
-  ag::cpu::relu(a.data(), out.data(), a.size());
+  relu(a.data(), out.data(), a.size());
   CHECK(first_difference(out, expected) == a.size());
   for (float x : out)
     CHECK(x >= 0.0f);
@@ -134,7 +139,7 @@ TEST_CASE("cpu relu keeps NaN as NaN, bit for bit, and gives +0.0 for -0.0", "[c
   std::vector<float> a = nans;
   a.insert(a.end(), {-0.0f, 0.0f, -1.0f, 2.5f, -std::numeric_limits<float>::infinity()});
   std::vector<float> out(a.size(), canary);
-  ag::cpu::relu(a.data(), out.data(), a.size());
+  relu(a.data(), out.data(), a.size());
   for (std::size_t i = 0; i < nans.size(); ++i) {
     INFO("input bits " << std::hex << bits(a[i]));
     CHECK(std::isnan(out[i]));

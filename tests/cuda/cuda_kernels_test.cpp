@@ -18,6 +18,7 @@
 #include "cuda/caching_allocator.hpp"
 #include "cuda/cpu_kernels.hpp"
 #include "cuda/kernel_stream.hpp"
+#include "tests/helpers/float_kernels.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -101,9 +102,9 @@ TEST_CASE("cuda fill matches the CPU reference", "[cuda]") {
   for (std::size_t count : sizes) {
     INFO("count " << count);
     device_buffer out(*s, count);
-    s->fill(out.get(), count, 3.25f);
+    ag::test::fill(*s, out.get(), count, 3.25f);
     std::vector<float> want(count);
-    ag::cpu::fill(want.data(), count, 3.25f);
+    ag::test::fill(want.data(), count, 3.25f);
     require_identical(download(*s, out.get(), count), want);
   }
 }
@@ -137,9 +138,9 @@ TEST_CASE("cuda add, sub, mul and div match the CPU reference bit for bit", "[cu
       device_buffer da(*s, count), db(*s, count), dout(*s, count);
       upload(*s, da.get(), a);
       upload(*s, db.get(), b);
-      s->binary(kind, da.get(), db.get(), dout.get(), count);
+      ag::test::binary(*s, kind, da.get(), db.get(), dout.get(), count);
       std::vector<float> want(count);
-      ag::cpu::binary(kind, a.data(), b.data(), want.data(), count);
+      ag::test::binary(kind, a.data(), b.data(), want.data(), count);
       require_identical(download(*s, dout.get(), count), want);
     }
   }
@@ -153,16 +154,16 @@ TEST_CASE("cuda binary computes in place when out is an input", "[cuda]") {
   device_buffer da(*s, count), db(*s, count);
   upload(*s, da.get(), a);
   upload(*s, db.get(), b);
-  s->binary(ag::op_kind::add, da.get(), db.get(), da.get(), count);
+  ag::test::binary(*s, ag::op_kind::add, da.get(), db.get(), da.get(), count);
   std::vector<float> want(count);
-  ag::cpu::binary(ag::op_kind::add, a.data(), b.data(), want.data(), count);
+  ag::test::binary(ag::op_kind::add, a.data(), b.data(), want.data(), count);
   require_identical(download(*s, da.get(), count), want);
 }
 
 TEST_CASE("cuda binary refuses an op kind that is not arithmetic", "[cuda]") {
   auto s = gpu0();
   device_buffer a(*s, 4);
-  REQUIRE_THROWS_AS(s->binary(ag::op_kind::matmul, a.get(), a.get(), a.get(), 4), ag::error);
+  REQUIRE_THROWS_AS(ag::test::binary(*s, ag::op_kind::matmul, a.get(), a.get(), a.get(), 4), ag::error);
   s->synchronize(); // the refusal left no CUDA error behind
 }
 
@@ -180,9 +181,9 @@ TEST_CASE("cuda relu matches the CPU reference", "[cuda]") {
     }
     device_buffer da(*s, count), dout(*s, count);
     upload(*s, da.get(), a);
-    s->relu(da.get(), dout.get(), count);
+    ag::test::relu(*s, da.get(), dout.get(), count);
     std::vector<float> want(count);
-    ag::cpu::relu(a.data(), want.data(), count);
+    ag::test::relu(a.data(), want.data(), count);
     require_identical(download(*s, dout.get(), count), want);
   }
 }
@@ -194,7 +195,7 @@ TEST_CASE("cuda sum matches the CPU reference within 1e-5", "[cuda]") {
     const auto a = random_floats(count, 6);
     device_buffer da(*s, count), dout(*s, 1);
     upload(*s, da.get(), a);
-    s->fill(dout.get(), 1, 42.0f); // count 0 must overwrite this with 0
+    ag::test::fill(*s, dout.get(), 1, 42.0f); // count 0 must overwrite this with 0
     s->sum(da.get(), dout.get(), count);
     float want = -1.0f;
     ag::cpu::sum(a.data(), &want, count);
@@ -213,8 +214,8 @@ TEST_CASE("cuda kernels index past 2^31 elements", "[cuda]") {
   auto s = gpu0();
   const std::size_t count = (std::size_t{1} << 31) + 5;
   device_buffer a(*s, count), out(*s, 1);
-  s->fill(a.get(), count, 1.0f);
-  s->binary(ag::op_kind::add, a.get(), a.get(), a.get(), count);
+  ag::test::fill(*s, a.get(), count, 1.0f);
+  ag::test::binary(*s, ag::op_kind::add, a.get(), a.get(), a.get(), count);
   s->sum(a.get(), out.get(), count);
   REQUIRE(download(*s, out.get(), 1)[0] == static_cast<float>(2.0 * static_cast<double>(count)));
   // The last element, past the 32-bit range, was written too.
@@ -233,7 +234,7 @@ TEST_CASE("cuda matmul matches the CPU reference within 1e-4", "[cuda]") {
     device_buffer da(*s, a.size()), db(*s, b.size()), dout(*s, sh.m * sh.n);
     upload(*s, da.get(), a);
     upload(*s, db.get(), b);
-    s->fill(dout.get(), sh.m * sh.n, 42.0f); // k == 0 must overwrite this with zeros
+    ag::test::fill(*s, dout.get(), sh.m * sh.n, 42.0f); // k == 0 must overwrite this with zeros
     s->matmul(da.get(), db.get(), dout.get(), sh.m, sh.k, sh.n);
     std::vector<float> want(sh.m * sh.n);
     ag::cpu::matmul(a.data(), b.data(), want.data(), sh.m, sh.k, sh.n);
@@ -391,7 +392,7 @@ TEST_CASE("a cuda allocation beyond the GPU's memory throws naming the device an
   }
   // The failure left no error behind for the next kernel launch to trip over.
   device_buffer out(*s, 1);
-  s->fill(out.get(), 1, 5.0f);
+  ag::test::fill(*s, out.get(), 1, 5.0f);
   REQUIRE(download(*s, out.get(), 1)[0] == 5.0f);
 }
 

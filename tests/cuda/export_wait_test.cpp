@@ -43,8 +43,8 @@ ag::export_slot written_by(uint32_t lane) {
 
 // A peer_copy of operand #7 (4 elements) of lane 2 into #9, through the export at slot_at.
 ag::op_desc imported_copy() {
-  return ag::op_desc{ag::op_kind::peer_copy, {9, ag::operand_ref::no_offset},
-                     {7, ag::operand_ref::no_offset}, {0, slot_at}, 4, 0, 2, 0};
+  return ag::make_op(ag::op_kind::peer_copy, {9, ag::operand_ref::no_offset},
+                     {7, ag::operand_ref::no_offset}, {0, slot_at}, 4, 0, 2, 0);
 }
 
 } // namespace
@@ -96,12 +96,12 @@ TEST_CASE("clear_all clears the slot of each peer_export of a batch inside the s
   ag::export_slots::publish(s.slot(), written_by(1));
   ag::export_slots::publish(s.bytes + 1024, written_by(1));
   ag::batch b;
-  b.ops.push_back(ag::op_desc{ag::op_kind::peer_export, {0, slot_at},
-                              {3, ag::operand_ref::no_offset}, {}, 4, 0, 0, 0});
-  b.ops.push_back(ag::op_desc{ag::op_kind::copy, {0, 1024}, {3, ag::operand_ref::no_offset}, {},
-                              4, 0, 0, 0});
-  b.ops.push_back(ag::op_desc{ag::op_kind::peer_export, {0, store_size - 8},
-                              {3, ag::operand_ref::no_offset}, {}, 4, 0, 0, 0}); // outside
+  b.ops.push_back(ag::make_op(ag::op_kind::peer_export, {0, slot_at},
+                              {3, ag::operand_ref::no_offset}, {}, 4, 0, 0, 0));
+  b.ops.push_back(ag::make_op(ag::op_kind::copy, {0, 1024}, {3, ag::operand_ref::no_offset}, {},
+                              4, 0, 0, 0));
+  b.ops.push_back(ag::make_op(ag::op_kind::peer_export, {0, store_size - 8},
+                              {3, ag::operand_ref::no_offset}, {}, 4, 0, 0, 0)); // outside
   ag::export_slots::clear_all(b, s.bytes, store_size);
   CHECK(ag::export_slots::load(s.slot()) == ag::export_state::pending);
   CHECK(ag::export_slots::load(s.bytes + 1024) == ag::export_state::ready);
@@ -120,8 +120,8 @@ TEST_CASE("a runner's read of an export its exporter never wrote: NaN once the s
     }};
     runner.run(imported_copy());
     controller.join();
-    runner.run(ag::op_desc{ag::op_kind::copy, {0, 2048}, {9, ag::operand_ref::no_offset}, {}, 4,
-                           0, 0, 0});
+    runner.run(ag::make_op(ag::op_kind::copy, {0, 2048}, {9, ag::operand_ref::no_offset}, {}, 4,
+                           0, 0, 0));
     std::vector<float> v(4);
     std::memcpy(v.data(), s.bytes + 2048, sizeof(float) * 4);
     for (float x : v)

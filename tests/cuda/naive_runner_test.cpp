@@ -97,14 +97,10 @@ public:
     outstanding -= bytes;
     inner_->deallocate(ptr, bytes);
   }
-  void fill(float* out, std::size_t count, float value) override {
-    inner_->fill(out, count, value);
+  void fill(ag::dtype t, void* out, std::size_t count, double value) override {
+    inner_->fill(t, out, count, value);
   }
-  void binary(op_kind kind, const float* a, const float* b, float* out,
-              std::size_t count) override {
-    inner_->binary(kind, a, b, out, count);
-  }
-  void relu(const float* a, float* out, std::size_t count) override { inner_->relu(a, out, count); }
+  void elementwise(const ag::elementwise_call& call) override { inner_->elementwise(call); }
   void sum(const float* a, float* out, std::size_t count) override { inner_->sum(a, out, count); }
   void matmul(const float* a, const float* b, float* out, std::size_t m, std::size_t k,
               std::size_t n) override {
@@ -281,10 +277,10 @@ TEST_CASE("an input whose size differs from the op's count throws ag::error nami
   CHECK_THROWS_AS(f.runner.run(binary(op_kind::mul, dev(3), dev(1), dev(2), 4)), ag::error);
   CHECK_THROWS_WITH(f.runner.run(binary(op_kind::mul, dev(3), dev(1), dev(2), 4)),
                     Catch::StartsWith("mul -> #3")
-                      && Catch::Contains("operand #2 holds 20 bytes, the op needs 16"));
+                      && Catch::Contains("operand #2 holds 20 bytes, the op reads 16"));
   CHECK_THROWS_WITH(f.runner.run(unary(op_kind::relu, dev(3), dev(1), 5)),
                     Catch::StartsWith("relu")
-                      && Catch::Contains("holds 16 bytes, the op needs 20"));
+                      && Catch::Contains("holds 16 bytes, the op reads 20"));
   CHECK_THROWS_WITH(f.runner.run(unary(op_kind::sum, dev(3), dev(1), 3)),
                     Catch::StartsWith("sum") && Catch::Contains("the op needs 12"));
   // [2,2] x [2,2] needs 16 bytes of b, #2 holds 20.

@@ -113,6 +113,33 @@ std::vector<op_desc> every_kind() {
   ops.push_back(op(op_kind::relu, dev(17), dev(15)));
   ops.push_back(op(op_kind::sum, dev(18), dev(17), {}, 4));
   ops.push_back(op(op_kind::copy, host(19, 8192), dev(18), {}, 1));
+  // The elementwise operators of the table, over every dtype: a broadcast with a layout, a scalar
+  // operand, a comparison, a where and a cast.
+  auto bias = op(op_kind::add, dev(20), dev(12), dev(11), 6);
+  bias.type = bias.in_type = ag::dtype::bfloat16;
+  bias.layout = {{2, 3}, {3, 1, 0, 1, 0, 0}, 0, 1, 0};
+  ops.push_back(bias);
+  auto half_scalar = op(op_kind::mul, dev(21), dev(20), {}, 6);
+  half_scalar.type = half_scalar.in_type = ag::dtype::float16;
+  half_scalar.scalar = 0.5;
+  half_scalar.k = 1;
+  ops.push_back(half_scalar);
+  auto less = op(op_kind::lt, dev(22), dev(12), dev(13));
+  less.type = ag::dtype::uint8;
+  ops.push_back(less);
+  auto pick = op(op_kind::where, dev(23), dev(22), dev(12));
+  pick.in_type = ag::dtype::uint8;
+  pick.c = dev(13);
+  ops.push_back(pick);
+  auto wide = op(op_kind::cast, dev(24), dev(23));
+  wide.type = ag::dtype::int64;
+  ops.push_back(wide);
+  for (op_kind k : {op_kind::maximum, op_kind::minimum})
+    ops.push_back(op(k, dev(25), dev(12), dev(13)));
+  for (op_kind k : {op_kind::neg, op_kind::abs, op_kind::exp, op_kind::log, op_kind::sqrt,
+                    op_kind::rsqrt, op_kind::tanh, op_kind::sigmoid, op_kind::silu, op_kind::gelu,
+                    op_kind::clone})
+    ops.push_back(op(k, dev(26), dev(12)));
   return ops;
 }
 

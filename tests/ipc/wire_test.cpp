@@ -38,6 +38,14 @@ void check_same(const op_desc& x, const op_desc& y) {
   CHECK(x.k == y.k);
   CHECK(x.n == y.n);
   CHECK(std::memcmp(&x.scalar, &y.scalar, sizeof x.scalar) == 0);
+  CHECK(x.type == y.type);
+  CHECK(x.in_type == y.in_type);
+  check_same(x.c, y.c);
+  CHECK(x.layout.shape == y.layout.shape);
+  CHECK(x.layout.strides == y.layout.strides);
+  CHECK(x.layout.a_offset == y.layout.a_offset);
+  CHECK(x.layout.b_offset == y.layout.b_offset);
+  CHECK(x.layout.c_offset == y.layout.c_offset);
 }
 
 void check_same(const ag::batch& x, const ag::batch& y) {
@@ -67,6 +75,9 @@ std::vector<op_desc> one_op_of_every_kind() {
     op.k = 5 + k;
     op.n = 7 + k;
     op.scalar = -1.5f * static_cast<float>(k + 1);
+    op.type = static_cast<ag::dtype>(k % ag::dtype_count);
+    op.in_type = static_cast<ag::dtype>((k + 1) % ag::dtype_count);
+    op.c = operand_ref{400 + k, k % 3 == 0 ? operand_ref::no_offset : 64 * k};
     ops.push_back(op);
   }
   return ops;
@@ -84,6 +95,7 @@ wire::execute_msg sample_execute() {
   second.ops_before = 123456789012ull;
   second.ops = one_op_of_every_kind();
   second.ops.back().scalar = 1e30f;
+  second.ops.back().layout = {{2, 3, 5}, {15, 5, 1, 0, 1, 0, 0, 0, 0}, 7, 0, 0};
   ag::batch empty; // a lane with nothing to run this time
   empty.lane = 7;
   empty.ops_before = 42;
@@ -217,12 +229,40 @@ TEST_CASE("encoded_size is the size of the encoded execute message, and of its b
 }
 
 TEST_CASE("an operator takes op_desc_bytes of an execute message, as the protocol says", "[ipc]") {
-  CHECK(wire::op_desc_bytes == 85); // docs/PROTOCOL.md, section 3
+  CHECK(wire::op_desc_bytes == 133); // docs/PROTOCOL.md, section 3
   for (const auto& op : one_op_of_every_kind()) {
     wire::execute_msg one{{ag::batch{1, 0, {op}, {}}}};
     wire::execute_msg two{{ag::batch{1, 0, {op, op}, {}}}};
     CHECK(wire::encode(two).size() - wire::encode(one).size() == wire::op_desc_bytes);
+    CHECK(wire::encoded_size(op) == wire::op_desc_bytes);
   }
+  // A layout adds its dimensions: a rank-2 broadcast, 2 shape entries and 6 strides.
+  ag::op_desc op;
+  op.kind = ag::op_kind::add;
+  op.layout.shape = {3, 4};
+  op.layout.strides = {4, 1, 0, 1, 0, 0};
+  wire::execute_msg one{{ag::batch{1, 0, {op}, {}}}};
+  wire::execute_msg two{{ag::batch{1, 0, {op, op}, {}}}};
+  CHECK(wire::encode(two).size() - wire::encode(one).size() == wire::op_desc_bytes + 8 * 8);
+  CHECK(wire::encoded_size(op) == wire::op_desc_bytes + 8 * 8);
+}
+
+TEST_CASE("an operator of a dtype or layout that cannot be is refused naming it", "[ipc]") {
+  ag::op_desc op;
+  op.kind = ag::op_kind::add;
+  op.type = static_cast<ag::dtype>(9);
+  wire::execute_msg bad{{ag::batch{1, 0, {op}, {}}}};
+  auto bytes = wire::encode(bad);
+  wire::execute_msg got;
+  CHECK_THROWS_WITH(wire::decode(bytes.data(), bytes.size(), got),
+                    Catch::Contains("lane 1 has add with dtype #9"));
+  op.type = ag::dtype::float32;
+  op.layout.shape = {3, 4};
+  op.layout.strides = {4, 1, 0};
+  bad = {{ag::batch{1, 0, {op}, {}}}};
+  bytes = wire::encode(bad);
+  CHECK_THROWS_WITH(wire::decode(bytes.data(), bytes.size(), got),
+                    Catch::Contains("add with a layout of 2 dimensions and 3 strides"));
 }
 
 TEST_CASE("length_bytes counts the bytes of a varbyte length as the encoder writes it", "[ipc]") {

@@ -1,0 +1,232 @@
+// The CUDA kernels of fill and of every elementwise operator: the functors of elementwise_math.hpp
+// over the operands' dtypes, the GPU twin of cpu_elementwise.cpp, along a contiguous run or a
+// strided walk of the call's dimensions (each thread works out its operands' offsets).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "cuda/cuda_error.hpp"
+#include "cuda/cuda_kernels.cuh"
+#include "cuda/elementwise_math.hpp"
+#include "graph/op_table.hpp"
+
+namespace ag::cuda {
+
+namespace {
+
+constexpr unsigned block_threads = 256;
+// As cuda_kernels.cu: more than four waves of resident blocks on an H200; grid-stride loops cover
+// the rest.
+constexpr std::size_t max_blocks = 4096;
+
+unsigned grid_for(std::size_t count) {
+  return static_cast<unsigned>(
+    std::min<std::size_t>((count + block_threads - 1) / block_threads, max_blocks));
+}
+
+__device__ int64_t first_index() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+template <class T>
+__global__ void fill_kernel(T* out, int64_t count, T value) {
+  for (int64_t i = first_index(); i < count; i += grid_stride())
+    out[i] = value;
+}
+
+template <dtype T>
+struct storage;
+template <>
+struct storage<dtype::float32> {
+  using type = float;
+  __device__ static float load(float x) { return x; }
+  __device__ static float store(float x) { return x; }
+};
+template <>
+struct storage<dtype::float16> {
+  using type = unsigned short;
+  __device__ static float load(unsigned short x) { return __half2float(__ushort_as_half(x)); }
+  __device__ static unsigned short store(float x) { return __half_as_ushort(__float2half_rn(x)); }
+};
+template <>
+struct storage<dtype::bfloat16> {
+  using type = unsigned short;
+  __device__ static float load(unsigned short x) {
+    return __uint_as_float(static_cast<unsigned>(x) << 16);
+  }
+  __device__ static unsigned short store(float x) {
+    return __bfloat16_as_ushort(__float2bfloat16_rn(x));
+  }
+};
+template <>
+struct storage<dtype::int32> {
+  using type = int32_t;
+  __device__ static int64_t load(int32_t x) { return x; }
+  __device__ static int32_t store(int64_t x) { return static_cast<int32_t>(x); }
+};
+template <>
+struct storage<dtype::int64> {
+  using type = int64_t;
+  __device__ static int64_t load(int64_t x) { return x; }
+  __device__ static int64_t store(int64_t x) { return x; }
+};
+template <>
+struct storage<dtype::uint8> {
+  using type = uint8_t;
+  __device__ static int64_t load(uint8_t x) { return x; }
+  __device__ static uint8_t store(int64_t x) { return static_cast<uint8_t>(x); }
+};
+
+template <dtype T>
+__device__ math::compute_t<T> load(const void* p, int64_t i) {
+  return storage<T>::load(static_cast<const typename storage<T>::type*>(p)[i]);
+}
+
+template <dtype T>
+__device__ void store(void* p, int64_t i, math::compute_t<T> x) {
+  static_cast<typename storage<T>::type*>(p)[i] = storage<T>::store(x);
+}
+
+// body(out index, a's, b's, c's) for every element.
+template <class Body>
+__global__ void walk_kernel(elementwise_call c, Body body) {
+  const auto n = static_cast<int64_t>(c.count);
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    if (c.rank == 0) {
+      body(c, i, i, i, i);
+      continue;
+    }
+    int64_t rest = i, off[3] = {0, 0, 0};
+    for (int d = c.rank - 1; d >= 0; --d) {
+      const int64_t at = rest % c.shape[d];
+      rest /= c.shape[d];
+      for (int o = 0; o < 3; ++o)
+        off[o] += at * c.strides[o][d];
+    }
+    body(c, i, off[0], off[1], off[2]);
+  }
+}
+
+template <class Body>
+void launch(const elementwise_call& c, Body body, cudaStream_t stream) {
+  if (c.count == 0)
+    return;
+  walk_kernel<<<grid_for(c.count), block_threads, 0, stream>>>(c, body);
+  AG_CUDA_TRY(cudaGetLastError());
+}
+
+template <dtype Out, class F>
+struct unary_body {
+  F f;
+  __device__ void operator()(const elementwise_call& c, int64_t i, int64_t a, int64_t,
+                             int64_t) const {
+    store<Out>(c.out, i, f(load<Out>(c.in[0], a)));
+  }
+};
+
+// mode 0: a op b; 1: a op scalar; 2: scalar op a.
+template <dtype In, class F, int mode>
+struct binary_body {
+  F f;
+  __device__ void operator()(const elementwise_call& c, int64_t i, int64_t a, int64_t b,
+                             int64_t) const {
+    using C = math::compute_t<In>;
+    const C s = static_cast<C>(c.scalar);
+    const C x = mode == 2 ? s : load<In>(c.in[0], a);
+    const C y = mode == 0 ? load<In>(c.in[1], b) : mode == 1 ? s : load<In>(c.in[0], a);
+    if constexpr (math::is_comparison<F::kind>)
+      store<dtype::uint8>(c.out, i, f(x, y));
+    else
+      store<In>(c.out, i, f(x, y));
+  }
+};
+
+template <dtype Out>
+struct select_body {
+  __device__ void operator()(const elementwise_call& c, int64_t i, int64_t a, int64_t b,
+                             int64_t d) const {
+    store<Out>(c.out, i,
+               load<dtype::uint8>(c.in[0], a) != 0 ? load<Out>(c.in[1], b) : load<Out>(c.in[2], d));
+  }
+};
+
+template <dtype Out, dtype In>
+struct convert_body {
+  __device__ void operator()(const elementwise_call& c, int64_t i, int64_t a, int64_t,
+                             int64_t) const {
+    store<Out>(c.out, i, math::convert<Out>(load<In>(c.in[0], a)));
+  }
+};
+
+template <dtype In, class F>
+void math_launch(const elementwise_call& c, F f, bool unary, cudaStream_t stream) {
+  using C = math::compute_t<In>;
+  constexpr bool typed = std::is_same_v<C, float> || math::takes_integers<F::kind>;
+  if constexpr (typed && std::is_invocable_v<F, C>) {
+    if (unary)
+      return launch(c, unary_body<In, F>{f}, stream);
+  }
+  if constexpr (typed && std::is_invocable_v<F, C, C>) {
+    if (c.in[1] != nullptr)
+      return launch(c, binary_body<In, F, 0>{f}, stream);
+    if (c.k == 1)
+      return launch(c, binary_body<In, F, 2>{f}, stream);
+    return launch(c, binary_body<In, F, 1>{f}, stream);
+  }
+  throw error(std::string{"cuda elementwise: "} + info(c.kind).name + " does not take "
+              + to_string(In));
+}
+
+} // namespace
+
+void fill(dtype t, void* out, std::size_t count, uint64_t bits, cudaStream_t stream) {
+  if (count == 0)
+    return; // a launch of zero blocks is an error, and there is nothing to do
+  const auto n = static_cast<int64_t>(count);
+  switch (size_of(t)) {
+    case 1:
+      fill_kernel<<<grid_for(count), block_threads, 0, stream>>>(static_cast<uint8_t*>(out), n,
+                                                                  static_cast<uint8_t>(bits));
+      break;
+    case 2:
+      fill_kernel<<<grid_for(count), block_threads, 0, stream>>>(
+        static_cast<unsigned short*>(out), n, static_cast<unsigned short>(bits));
+      break;
+    case 4:
+      fill_kernel<<<grid_for(count), block_threads, 0, stream>>>(static_cast<uint32_t*>(out), n,
+                                                                  static_cast<uint32_t>(bits));
+      break;
+    default:
+      fill_kernel<<<grid_for(count), block_threads, 0, stream>>>(
+        static_cast<unsigned long long*>(out), n, static_cast<unsigned long long>(bits));
+      break;
+  }
+  AG_CUDA_TRY(cudaGetLastError());
+}
+
+void elementwise(const elementwise_call& c, cudaStream_t stream) {
+  const op_family family = info(c.kind).family;
+  if (family == op_family::select)
+    return math::visit_dtype(c.out_type, [&](auto out) {
+      launch(c, select_body<decltype(out)::value>{}, stream);
+    });
+  if (family == op_family::convert)
+    return math::visit_dtype(c.out_type, [&](auto out) {
+      math::visit_dtype(c.in_type, [&](auto in) {
+        launch(c, convert_body<decltype(out)::value, decltype(in)::value>{}, stream);
+      });
+    });
+  math::visit_dtype(c.in_type, [&](auto in) {
+    const bool known = math::visit_math(c.kind, c.k, [&](auto f) {
+      math_launch<decltype(in)::value>(c, f, family == op_family::unary, stream);
+    });
+    if (!known)
+      throw error(std::string{"cuda elementwise: "} + to_string(c.kind)
+                  + " is not an elementwise operator");
+  });
+}
+
+} // namespace ag::cuda

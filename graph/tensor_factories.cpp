@@ -1,0 +1,67 @@
+// Tensors made from values on the caller's thread: full() and the uploads, checked there.
+#include <cmath>
+#include <string>
+
+#include "actorgraph/error.hpp"
+#include "graph/runtime_core.hpp"
+
+namespace ag::detail {
+
+namespace {
+
+void check_device(runtime_core& rt, const device& where, const char* what,
+                  const std::string& devices) {
+  if (!rt.has_device(where))
+    throw error(std::string{what} + ": " + where.str()
+                + " is not a device of this runtime (devices: " + devices + ")");
+}
+
+void check_dtype(dtype type, const char* what) {
+  if (!is_valid(type))
+    throw error(std::string{what} + ": dtype #" + std::to_string(static_cast<int>(type))
+                + " does not exist");
+}
+
+} // namespace
+
+tensor full(const std::shared_ptr<runtime_core>& rt, const shape_t& shape, double value,
+            const device& where, dtype type, const std::string& devices) {
+  check_device(*rt, where, "full", devices);
+  check_dtype(type, "full");
+  if (!is_floating(type) && !(std::isfinite(value) && value == std::trunc(value)))
+    throw error("full: " + std::to_string(value) + " is not a whole number, and the dtype is "
+                + to_string(type));
+  op_request req;
+  req.kind = op_kind::fill;
+  req.where = where;
+  req.type = req.in_type = type;
+  req.count = element_count(shape, "full");
+  req.scalar = value;
+  return submit(rt, std::move(req), shape);
+}
+
+tensor from_bytes(const std::shared_ptr<runtime_core>& rt, const shape_t& shape, dtype type,
+                  const void* data, std::size_t nbytes, const device& where,
+                  const std::string& devices) {
+  check_device(*rt, where, "from_vector", devices);
+  check_dtype(type, "from_bytes");
+  const uint64_t count = element_count(shape, "from_vector");
+  const uint64_t bytes = bytes_of(type, count, "from_vector");
+  if (nbytes != bytes)
+    throw error("from_vector: shape " + shape_string(shape) + " needs " + std::to_string(count)
+                + " values, got " + std::to_string(nbytes / size_of(type)) + " ("
+                + std::to_string(nbytes) + " bytes of " + to_string(type) + ", "
+                + std::to_string(bytes) + " needed)");
+  if (nbytes > 0 && data == nullptr)
+    throw error("from_bytes: no data for " + std::to_string(nbytes) + " bytes");
+  op_request req;
+  req.kind = op_kind::upload;
+  req.where = where;
+  req.type = req.in_type = type;
+  req.count = count;
+  const auto* p = static_cast<const char*>(data);
+  req.data.assign(p, p + nbytes);
+  return submit(rt, std::move(req), shape);
+}
+
+} // namespace ag::detail
