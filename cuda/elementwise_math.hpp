@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 
 #include "actorgraph/dtype.hpp"
 #include "graph/op.hpp"
@@ -174,16 +173,18 @@ template <>
 struct fn<op_kind::silu> : kind_of<op_kind::silu> {
   AG_HD float operator()(float x) const { return x / (1.0f + ::expf(-x)); }
 };
-// k = 0: x * Phi(x) with erf; k = 1: PyTorch's tanh approximation.
+// k = 0: x * Phi(x), Phi through erfc; k = 1: PyTorch's tanh approximation, 0.5 (1 + tanh(u))
+// written as 1 / (1 + exp(-2u)). Both forms keep their precision where Phi is tiny (1 + erf and
+// 1 + tanh would cancel there, and each math library's last bit would decide the result).
 template <>
 struct fn<op_kind::gelu> : kind_of<op_kind::gelu> {
   uint64_t k = 0;
   AG_HD explicit fn(uint64_t approximate = 0) : k(approximate) {}
   AG_HD float operator()(float x) const {
     if (k == 0)
-      return 0.5f * x * (1.0f + ::erff(x * 0.70710678118654752f));
-    const float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-    return 0.5f * x * (1.0f + ::tanhf(inner));
+      return 0.5f * x * ::erfcf(x * -0.70710678118654752f);
+    const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+    return x / (1.0f + ::expf(-2.0f * u));
   }
 };
 
@@ -216,14 +217,12 @@ AG_HD compute_t<To> convert(C x) {
   } else if constexpr (std::is_same_v<C, float>) {
     if (is_nan(x))
       return 0;
-    constexpr double lo = To == dtype::uint8 ? 0.0
-                          : To == dtype::int32
-                            ? static_cast<double>(std::numeric_limits<int32_t>::min())
-                            : static_cast<double>(std::numeric_limits<int64_t>::min());
-    constexpr double hi = To == dtype::uint8 ? 255.0
-                          : To == dtype::int32
-                            ? static_cast<double>(std::numeric_limits<int32_t>::max())
-                            : 9223372036854774784.0; // the largest double below 2^63
+    constexpr double lo = To == dtype::uint8   ? 0.0
+                          : To == dtype::int32 ? -2147483648.0
+                                               : -9223372036854775808.0;
+    constexpr double hi = To == dtype::uint8   ? 255.0
+                          : To == dtype::int32 ? 2147483647.0
+                                               : 9223372036854774784.0; // the largest double < 2^63
     const double d = static_cast<double>(x);
     return static_cast<int64_t>(d < lo ? lo : d > hi ? hi : d);
   } else {
