@@ -15,7 +15,8 @@ usage() {
 what=$1
 shift
 
-packages=(cmake ninja-build g++ pkg-config ccache libcaf-dev libzmq3-dev cppzmq-dev libboost-dev libssl-dev catch2)
+packages=(cmake ninja-build g++ pkg-config ccache libcaf-dev libzmq3-dev cppzmq-dev libboost-dev libssl-dev catch2
+          zlib1g-dev python3-sklearn)
 [ "$what" = fuzz ] && packages+=(clang libclang-rt-dev)
 
 install_missing() {

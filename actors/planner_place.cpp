@@ -258,6 +258,7 @@ placement planner::compute(uint32_t l, op_request& req) {
   op.k = req.k;
   op.n = req.n;
   op.scalar = req.scalar;
+  op.scalar2 = req.scalar2;
   op.type = req.type;
   op.in_type = req.in_type;
   op.layout = std::move(req.layout);

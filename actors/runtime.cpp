@@ -551,6 +551,18 @@ tensor runtime::full(const shape_t& shape, double value, const device& where, dt
   return detail::full(core_, shape, value, where, type, "cpu," + to_string(devices()));
 }
 
+tensor runtime::uniform(const shape_t& shape, double low, double high, uint64_t seed,
+                        const device& where, dtype type) {
+  return detail::random(core_, 0, shape, low, high, seed, where, type,
+                        "cpu," + to_string(devices()));
+}
+
+tensor runtime::normal(const shape_t& shape, double mean, double std, uint64_t seed,
+                       const device& where, dtype type) {
+  return detail::random(core_, 1, shape, mean, std, seed, where, type,
+                        "cpu," + to_string(devices()));
+}
+
 tensor runtime::from_bytes(const shape_t& shape, dtype type, const void* data, std::size_t nbytes,
                            const device& where) {
   return detail::from_bytes(core_, shape, type, data, nbytes, where,

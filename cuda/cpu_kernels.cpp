@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
+
+#include "cuda/host_values.hpp"
 
 namespace ag::cpu {
 
@@ -28,17 +31,52 @@ void sum(const float* a, float* out, std::size_t count) noexcept {
   *out = static_cast<float>(acc);
 }
 
-void matmul(const float* a, const float* b, float* out, std::size_t m, std::size_t k,
-            std::size_t n) noexcept {
-  // i-k-j order: the inner loop streams a row of b and a row of out, which vectorizes.
-  std::memset(out, 0, m * n * sizeof(float));
-  for (std::size_t i = 0; i < m; ++i) {
-    float* row = out + i * n;
-    for (std::size_t p = 0; p < k; ++p) {
-      const float x = a[i * k + p];
-      const float* brow = b + p * n;
-      for (std::size_t j = 0; j < n; ++j)
-        row[j] += x * brow[j];
+namespace {
+
+// One [m, k] x [k, n] product at a, b, out: i-p-j order, so that the inner loop streams a row of
+// b and a row of out (which vectorizes for row-major float32); each out[i, j] still sums its
+// products in the order of p.
+void product(const matmul_call& c, const char* a, const char* b, float* row, void* out) {
+  const std::size_t size = size_of(c.type);
+  for (int64_t i = 0; i < c.m; ++i) {
+    std::fill(row, row + c.n, 0.0f);
+    for (int64_t p = 0; p < c.k; ++p) {
+      const float x = load_float(c.type, a, static_cast<uint64_t>(i * c.a_m + p * c.a_k));
+      if (c.type == dtype::float32 && c.b_n == 1) {
+        const float* brow = reinterpret_cast<const float*>(b) + p * c.b_k;
+        for (int64_t j = 0; j < c.n; ++j)
+          row[j] += x * brow[j];
+      } else {
+        for (int64_t j = 0; j < c.n; ++j)
+          row[j] += x * load_float(c.type, b, static_cast<uint64_t>(p * c.b_k + j * c.b_n));
+      }
+    }
+    char* dst = static_cast<char*>(out) + static_cast<std::size_t>(i * c.n) * size;
+    for (int64_t j = 0; j < c.n; ++j)
+      store_float(c.type, dst, static_cast<uint64_t>(j), row[j]);
+  }
+}
+
+} // namespace
+
+void matmul(const matmul_call& c) noexcept {
+  const std::size_t size = size_of(c.type);
+  std::vector<float> row(static_cast<std::size_t>(c.n));
+  int64_t index[matmul_call::max_batch] = {};
+  int64_t a_off = 0, b_off = 0;
+  const int64_t batches = c.batches();
+  for (int64_t q = 0; q < batches; ++q) {
+    product(c, static_cast<const char*>(c.a) + a_off * static_cast<int64_t>(size),
+            static_cast<const char*>(c.b) + b_off * static_cast<int64_t>(size), row.data(),
+            static_cast<char*>(c.out) + q * c.m * c.n * static_cast<int64_t>(size));
+    for (int d = c.batch_rank - 1; d >= 0; --d) { // the odometer over the batch
+      a_off += c.a_batch[d];
+      b_off += c.b_batch[d];
+      if (++index[d] < c.batch[d])
+        break;
+      a_off -= c.a_batch[d] * c.batch[d];
+      b_off -= c.b_batch[d] * c.batch[d];
+      index[d] = 0;
     }
   }
 }

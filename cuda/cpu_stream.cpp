@@ -37,6 +37,7 @@ public:
   }
 
   void elementwise(const elementwise_call& call) override { cpu::elementwise(call); }
+  void rows(const row_call& call) override { cpu::rows(call); }
 
   void random(random_kind kind, float* out, std::size_t count, uint64_t seed, uint64_t first,
               float a, float b) override {
@@ -45,10 +46,7 @@ public:
 
   void sum(const float* a, float* out, std::size_t count) override { cpu::sum(a, out, count); }
 
-  void matmul(const float* a, const float* b, float* out, std::size_t m, std::size_t k,
-              std::size_t n) override {
-    cpu::matmul(a, b, out, m, k, n);
-  }
+  void matmul(const matmul_call& call) override { cpu::matmul(call); }
 
   void copy(void* dst, bool, const void* src, bool, std::size_t bytes) override {
     std::memcpy(dst, src, bytes);

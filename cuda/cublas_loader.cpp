@@ -33,6 +33,8 @@ api load() {
   sym(a.set_stream, "cublasSetStream_v2");
   sym(a.set_math_mode, "cublasSetMathMode");
   sym(a.sgemm, "cublasSgemm_v2");
+  sym(a.gemm_ex, "cublasGemmEx");
+  sym(a.gemm_strided_batched_ex, "cublasGemmStridedBatchedEx");
   sym(a.status_name, "cublasGetStatusName");
   sym(a.status_string, "cublasGetStatusString");
   return a; // the library stays loaded for the life of the process

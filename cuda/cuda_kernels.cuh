@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda/elementwise_call.hpp"
+#include "cuda/row_call.hpp"
 #include "graph/op.hpp"
 #include "graph/philox.hpp"
 
@@ -22,6 +23,9 @@ void fill(dtype t, void* out, std::size_t count, uint64_t bits, cudaStream_t str
 // for the math library's functions (elementwise_math.hpp). A kind or dtype it does not take
 // throws ag::error.
 void elementwise(const elementwise_call& call, cudaStream_t stream);
+// The reductions, softmaxes, norms, index and random operators (rows.cu), twins of cpu::rows
+// (sums in float, in a fixed order: deterministic). An index out of range gives NaN.
+void rows(const row_call& call, cudaStream_t stream);
 // The twin of cpu::random, bit for bit (graph/philox.hpp spells out every rounding).
 void random(random_kind kind, float* out, std::size_t count, uint64_t seed, uint64_t first, float a,
             float b, cudaStream_t stream);

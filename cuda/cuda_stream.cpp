@@ -21,6 +21,7 @@
 
 #include "actorgraph/error.hpp"
 #include "cuda/caching_allocator.hpp"
+#include "cuda/cublas_gemm.hpp"
 #include "cuda/cuda_error.hpp"
 #include "cuda/cuda_ipc.hpp"
 #include "cuda/cuda_kernels.cuh"
@@ -113,13 +114,6 @@ cublas_ptr make_cublas_handle(cudaStream_t stream) {
   // and tests compare against.
   AG_CUBLAS_TRY(api.set_math_mode(h, CUBLAS_DEFAULT_MATH));
   return owned;
-}
-
-int checked_int(std::size_t v, const char* what, int index) {
-  if (v > static_cast<std::size_t>(INT_MAX))
-    throw error(device_name(index) + ": matmul " + what + " = " + std::to_string(v)
-                + " exceeds cuBLAS's int dimensions");
-  return static_cast<int>(v);
 }
 
 // Host memory is pinned (cudaHostRegister) in chunks, the first time a copy touches a chunk: a
@@ -234,6 +228,8 @@ public:
     cuda::elementwise(call, stream_.get());
   }
 
+  void rows(const row_call& call) override { cuda::rows(call, stream_.get()); }
+
   void random(random_kind kind, float* out, std::size_t count, uint64_t seed, uint64_t first,
               float a, float b) override {
     cuda::random(kind, out, count, seed, first, a, b, stream_.get());
@@ -244,27 +240,10 @@ public:
     cuda::sum(a, out, count, sum_scratch_, stream_.get());
   }
 
-  void matmul(const float* a, const float* b, float* out, std::size_t m, std::size_t k,
-              std::size_t n) override {
-    const int mi = checked_int(m, "m", index_);
-    const int ki = checked_int(k, "k", index_);
-    const int ni = checked_int(n, "n", index_);
-    if (mi == 0 || ni == 0)
-      return; // out is empty; cuBLAS would reject a leading dimension of 0
-    if (ki == 0) {
-      // An empty inner product is 0; cuBLAS would reject ldb = k = 0.
-      AG_CUDA_TRY(cudaMemsetAsync(out, 0, m * n * sizeof(float), stream_.get()));
-      return;
-    }
-    // cuBLAS is column-major. A row-major [r,c] matrix is its column-major transpose [c,r], so
-    // computing the column-major out^T[n,m] = b^T[n,k] x a^T[k,m] writes row-major out[m,n]
-    // with no transposition.
-    const float one = 1.0f;
-    const float zero = 0.0f;
+  void matmul(const matmul_call& call) override {
     if (!cublas_) // created with the first matmul: see cuda/cublas_loader.hpp
       cublas_ = make_cublas_handle(stream_.get());
-    AG_CUBLAS_TRY(cublas::get().sgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki, &one, b,
-                                      ni, a, ki, &zero, out, ni));
+    cuda::gemm(cublas_.get(), call, stream_.get(), device_name(index_));
   }
 
   void copy(void* dst, bool dst_on_host, const void* src, bool src_on_host,

@@ -39,6 +39,36 @@ uint64_t fill_bits(dtype t, double value) noexcept {
   return 0;
 }
 
+matmul_call make_matmul_call(const op_desc& op, void* out, const void* a, const void* b) noexcept {
+  matmul_call c;
+  c.type = op.type;
+  c.a = a;
+  c.b = b;
+  c.out = out;
+  const auto& l = op.layout;
+  const int dims = static_cast<int>(l.shape.size());
+  c.batch_rank = 0;
+  for (int d = 0; d + 3 < dims; ++d) { // batch dimensions of size 1 are no batch
+    if (l.shape[static_cast<std::size_t>(d)] == 1)
+      continue;
+    c.batch[c.batch_rank] = l.shape[static_cast<std::size_t>(d)];
+    c.a_batch[c.batch_rank] = l.strides[static_cast<std::size_t>(d)];
+    c.b_batch[c.batch_rank] = l.strides[static_cast<std::size_t>(dims + d)];
+    ++c.batch_rank;
+  }
+  const auto at = [&](int operand, int d) {
+    return l.strides[static_cast<std::size_t>(operand * dims + dims - 3 + d)];
+  };
+  c.m = l.shape[static_cast<std::size_t>(dims - 3)];
+  c.n = l.shape[static_cast<std::size_t>(dims - 2)];
+  c.k = l.shape[static_cast<std::size_t>(dims - 1)];
+  c.a_m = at(0, 0);
+  c.a_k = at(0, 2);
+  c.b_n = at(1, 1);
+  c.b_k = at(1, 2);
+  return c;
+}
+
 elementwise_call contiguous_call(op_kind k, dtype t, void* out, const void* a, const void* b,
                                  uint64_t count) noexcept {
   elementwise_call call;

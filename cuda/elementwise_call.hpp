@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "actorgraph/dtype.hpp"
+#include "cuda/matmul_call.hpp"
 #include "graph/op.hpp"
 
 namespace ag {

@@ -9,6 +9,7 @@
 
 #include "actorgraph/device.hpp"
 #include "cuda/elementwise_call.hpp"
+#include "cuda/row_call.hpp"
 #include "graph/op.hpp"
 #include "graph/philox.hpp"
 
@@ -28,14 +29,16 @@ public:
   virtual void fill(dtype t, void* out, std::size_t count, double value) = 0;
   // One elementwise operator (cuda/elementwise_call.hpp).
   virtual void elementwise(const elementwise_call& call) = 0;
+  // One operator of the reduction, rows, index or random families (cuda/row_call.hpp). An index
+  // out of range: ag::error on a cpu or sim stream (which runs it at once); a NaN result on CUDA.
+  virtual void rows(const row_call& call) = 0;
   // out[i] = element first + i of the random stream of `seed` (graph/philox.hpp): uniform in
   // [a, b), or normal with mean a and standard deviation b. The same bits on every device kind.
   virtual void random(random_kind kind, float* out, std::size_t count, uint64_t seed,
                       uint64_t first, float a, float b) = 0;
   virtual void sum(const float* a, float* out, std::size_t count) = 0;
-  // Row-major out[m,n] = a[m,k] x b[k,n].
-  virtual void matmul(const float* a, const float* b, float* out, std::size_t m, std::size_t k,
-                      std::size_t n) = 0;
+  // A batch of matrix products (cuda/matmul_call.hpp): cuBLAS on CUDA.
+  virtual void matmul(const matmul_call& call) = 0;
   // bytes from src to dst; each side is host memory (the tensor store) or this device's memory.
   virtual void copy(void* dst, bool dst_on_host, const void* src, bool src_on_host,
                     std::size_t bytes) = 0;

@@ -97,9 +97,20 @@ void naive_runner::run(const op_desc& op) {
                 + " cannot use the host store directly");
   if (is_elementwise(op.kind))
     return run_elementwise(op);
+  switch (info(op.kind).family) {
+    case op_family::reduction:
+    case op_family::rows:
+    case op_family::index:
+    case op_family::random:
+      if (op.kind != op_kind::sum)
+        return run_rows(op);
+      break;
+    default: break;
+  }
   auto f = [](void* p) { return static_cast<float*>(p); };
-  if (info(op.kind).dtypes == dtype_rule::float32 && op.type != dtype::float32)
-    throw error(describe(op) + ": takes float32 only");
+  if (!takes(info(op.kind).dtypes, op.type))
+    throw error(describe(op) + ": takes " + dtypes_string(info(op.kind).dtypes) + ", not "
+                + to_string(op.type));
   switch (op.kind) {
     case op_kind::fill: {
       const auto bytes = bytes_of(op, op.count);
@@ -113,10 +124,13 @@ void naive_runner::run(const op_desc& op) {
       return;
     }
     case op_kind::matmul: {
-      auto* a = f(input(op, op.a, bytes_of(op, product(op, op.m, op.k))));
-      auto* b = f(input(op, op.b, bytes_of(op, product(op, op.k, op.n))));
-      auto* out = f(output(op, op.out, bytes_of(op, product(op, op.m, op.n))));
-      stream_.matmul(a, b, out, op.m, op.k, op.n);
+      if (!op.layout.empty())
+        return run_matmul(op);
+      const void* a = input(op, op.a, bytes_of(op, product(op, op.m, op.k)));
+      const void* b = input(op, op.b, bytes_of(op, product(op, op.k, op.n)));
+      void* out = output(op, op.out, bytes_of(op, product(op, op.m, op.n)));
+      stream_.matmul(plain_matmul(op.type, a, b, out, static_cast<int64_t>(op.m),
+                                  static_cast<int64_t>(op.k), static_cast<int64_t>(op.n)));
       return;
     }
     case op_kind::copy: {
@@ -364,6 +378,110 @@ void naive_runner::run_elementwise(const op_desc& op) {
   }
   void* out = output(op, op.out, bytes_of(op, op.count));
   stream_.elementwise(make_elementwise_call(op, out, in[0], in[1], in[2]));
+}
+
+// The reductions, rows, index and random operators: each operand exactly as large as the op's
+// fields say (graph/op.hpp).
+void naive_runner::run_rows(const op_desc& op) {
+  const op_info& row = info(op.kind);
+  const op_family family = row.family;
+  const dtype values = family == op_family::index ? op.type : op.in_type;
+  if (!takes(row.dtypes, values))
+    throw error(describe(op) + ": takes " + dtypes_string(row.dtypes) + ", got "
+                + to_string(values));
+  const dtype out_type = op.kind == op_kind::argmax ? dtype::int64 : values;
+  if (op.type != out_type)
+    throw error(describe(op) + ": its result is " + to_string(out_type) + ", not "
+                + to_string(op.type));
+  if (family == op_family::index && op.in_type != dtype::int32 && op.in_type != dtype::int64)
+    throw error(describe(op) + ": indices are int32 or int64, not " + to_string(op.in_type));
+  const uint64_t mk = product(op, op.m, op.k);
+  uint64_t a_elems = 0, out_elems = 0, b_elems = 0, c_elems = 0;
+  switch (family) {
+    case op_family::reduction:
+      a_elems = product(op, mk, op.n);
+      out_elems = product(op, op.m, op.n);
+      break;
+    case op_family::rows:
+      a_elems = out_elems = op.kind == op_kind::softmax || op.kind == op_kind::log_softmax
+                              ? product(op, mk, op.n)
+                              : mk;
+      b_elems = c_elems = op.k;
+      break;
+    case op_family::index:
+      a_elems = mk;
+      b_elems = op.kind == op_kind::embedding ? op.n : op.m;
+      out_elems = op.kind == op_kind::embedding ? product(op, op.n, op.k) : op.m;
+      break;
+    default: out_elems = op.count; break;
+  }
+  if (op.count != out_elems)
+    throw error(describe(op) + ": count " + std::to_string(op.count) + ", its fields make "
+                + std::to_string(out_elems) + " elements");
+  auto operand = [&](const operand_ref& ref, dtype t, uint64_t elements) -> const void* {
+    if (ref.id == 0 && !ref.on_host())
+      return nullptr;
+    op_desc sized = op;
+    sized.type = t;
+    return input(op, ref, bytes_of(sized, elements));
+  };
+  const void* a = family == op_family::random ? nullptr : operand(op.a, values, a_elems);
+  const void* b = operand(op.b, family == op_family::index ? op.in_type : values, b_elems);
+  const void* c = operand(op.c, values, c_elems);
+  if (family == op_family::index && b == nullptr)
+    throw error(describe(op) + ": no indices");
+  void* out = output(op, op.out, bytes_of(op, out_elems));
+  stream_.rows(make_row_call(op, out, a, b, c));
+}
+
+// A batched matmul over its layout: dimensions [batch..., m, n, k], a not moving along n nor b
+// along m, every element either reads within its operand.
+void naive_runner::run_matmul(const op_desc& op) {
+  const auto& l = op.layout;
+  const std::size_t dims = l.shape.size();
+  if (dims < 3 || l.strides.size() != 3 * dims)
+    throw error(describe(op) + ": a matmul layout has its batch dimensions then m, n and k");
+  auto stride = [&](std::size_t operand, std::size_t d) { return l.strides[operand * dims + d]; };
+  if (static_cast<uint64_t>(l.shape[dims - 3]) != op.m
+      || static_cast<uint64_t>(l.shape[dims - 2]) != op.n
+      || static_cast<uint64_t>(l.shape[dims - 1]) != op.k || stride(0, dims - 2) != 0
+      || stride(1, dims - 3) != 0)
+    throw error(describe(op) + ": its layout does not run over [m, n, k] = [" + std::to_string(op.m)
+                + ", " + std::to_string(op.n) + ", " + std::to_string(op.k) + "]");
+  uint64_t elements = 1;
+  for (std::size_t d = 0; d + 1 < dims; ++d) { // every dimension but k is one of out's
+    if (l.shape[d] < 0)
+      throw error(describe(op) + ": its layout has a negative dimension");
+    elements = product(op, elements, static_cast<uint64_t>(l.shape[d]));
+  }
+  if (elements != op.count)
+    throw error(describe(op) + ": count " + std::to_string(op.count) + ", its layout makes "
+                + std::to_string(elements));
+  const std::size_t size = size_of(op.type);
+  const void* in[2] = {nullptr, nullptr};
+  const operand_ref* refs[2] = {&op.a, &op.b};
+  const int64_t offsets[2] = {l.a_offset, l.b_offset};
+  for (int o = 0; o < 2; ++o) {
+    const uint64_t reach = extent(op, o == 0 ? "a" : "b", offsets[o], l.strides.data() + o * dims);
+    const operand_ref& ref = *refs[o];
+    const void* p = nullptr;
+    if (ref.on_host()) {
+      p = input(op, ref, static_cast<std::size_t>(reach) * size);
+    } else {
+      auto it = operands_.find(ref.id);
+      if (it == operands_.end())
+        throw error(describe(op) + ": operand #" + std::to_string(ref.id) + " is not on "
+                    + stream_.device().str());
+      if (it->second.bytes < reach * size)
+        throw error(describe(op) + ": operand #" + std::to_string(ref.id) + " holds "
+                    + std::to_string(it->second.bytes) + " bytes, the op reads "
+                    + std::to_string(reach * size));
+      p = it->second.ptr;
+    }
+    in[o] = static_cast<const char*>(p) + offsets[o] * static_cast<int64_t>(size);
+  }
+  void* out = output(op, op.out, bytes_of(op, op.count));
+  stream_.matmul(make_matmul_call(op, out, in[0], in[1]));
 }
 
 void naive_runner::release(operand_id id) noexcept {

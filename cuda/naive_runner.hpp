@@ -58,6 +58,10 @@ private:
   void* piece(const op_desc& op, const operand_ref& ref, bool destination);
   // An elementwise operator (graph/op_table.hpp), over its layout.
   void run_elementwise(const op_desc& op);
+  // The reduction, rows, index and random operators (cuda/row_call.hpp).
+  void run_rows(const op_desc& op);
+  // A matmul with a layout: batched, broadcast, transposed operands (cuda/matmul_call.hpp).
+  void run_matmul(const op_desc& op);
   // peer_copy, peer_sum, peer_export, peer_forget.
   void run_peer(const op_desc& op);
   // A peer's operand where it lies; ptr null: its exporter went before it wrote the export.

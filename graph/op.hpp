@@ -72,9 +72,26 @@ enum class op_kind : uint8_t {
   gelu,    // k = 0: with erf; k = 1: the tanh approximation
   cast,    // out (type) = a (in_type), as static_cast with NaN -> 0 and saturation for integers
   clone,   // out = a, contiguous (a view made into a tensor of its own)
+  // Over a contiguous a read as [m, k, n] (m outer, k the dimension it runs along, n inner):
+  reduce_sum,  // out [m, n] = the sum over k
+  reduce_mean,
+  reduce_max,  // NaN if any is
+  argmax,      // out (int64) [m, n]: the first index of the largest (of a NaN, if any)
+  softmax,     // out [m, k, n]
+  log_softmax,
+  // Over the rows of a contiguous a [m, k]; scalar is eps; b (weight) and c (bias), [k] each, may
+  // be missing (id 0):
+  layer_norm,
+  rms_norm,
+  // Indexed: b holds int32 or int64 indices (in_type).
+  embedding,   // out [n, k] = rows b[0 .. n) of the table a [m, k]
+  gather,      // out [m] = a[r, b[r]] for a [m, k]
+  // out: count elements of the stream of seed m from element n (graph/philox.hpp): k = 0
+  // uniform in [scalar, scalar2), k = 1 normal with mean scalar and deviation scalar2.
+  random,
 };
 
-constexpr std::size_t op_kind_count = 37;
+constexpr std::size_t op_kind_count = 48;
 
 // One entry of a peer_sum's group, as the planner writes it into the store: an operand of a lane,
 // found in this process's peer directory, or (slot != no_offset) exported at that store offset.
@@ -146,6 +163,7 @@ struct op_desc {
   dtype in_type = dtype::float32; // of a (and of b for comparisons; cast's source)
   operand_ref c;                  // where's third operand
   op_layout layout;
+  double scalar2 = 0.0;           // random's second parameter
 };
 
 // An operator by its first fields (float32, no third operand, no layout).
@@ -170,12 +188,15 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_desc& x) {
   uint64_t bits = 0;
   std::memcpy(&bits, &x.scalar, sizeof bits);
+  uint64_t bits2 = 0;
+  std::memcpy(&bits2, &x.scalar2, sizeof bits2);
   auto restore = caf::meta::load_callback([&]() -> caf::error {
     std::memcpy(&x.scalar, &bits, sizeof bits);
+    std::memcpy(&x.scalar2, &bits2, sizeof bits2);
     return caf::none;
   });
   return f(caf::meta::type_name("op_desc"), x.kind, x.out, x.a, x.b, x.count, x.m, x.k, x.n, bits,
-           x.type, x.in_type, x.c, x.layout, restore);
+           x.type, x.in_type, x.c, x.layout, bits2, restore);
 }
 
 // What makes op unreadable, as "an operator of kind 40" ("" when nothing does): a kind outside
@@ -204,12 +225,13 @@ struct op_request {
   dtype in_type = dtype::float32;
   operand_id c = 0;
   op_layout layout;
+  double scalar2 = 0.0;
   std::vector<char> data; // upload only: count elements of type, as bytes
 
   // Bytes of the result.
   uint64_t bytes() const { return bytes_of(type, out_elements(), to_string(kind)); }
   uint64_t out_elements() const noexcept {
-    return kind == op_kind::sum ? 1 : kind == op_kind::matmul ? m * n : count;
+    return kind == op_kind::sum ? 1 : count;
   }
 };
 
@@ -222,12 +244,15 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_request& x) {
   uint64_t bits = 0;
   std::memcpy(&bits, &x.scalar, sizeof bits);
+  uint64_t bits2 = 0;
+  std::memcpy(&bits2, &x.scalar2, sizeof bits2);
   auto restore = caf::meta::load_callback([&]() -> caf::error {
     std::memcpy(&x.scalar, &bits, sizeof bits);
+    std::memcpy(&x.scalar2, &bits2, sizeof bits2);
     return caf::none;
   });
   return f(caf::meta::type_name("op_request"), x.kind, x.where, x.out, x.a, x.b, x.count, x.m, x.k,
-           x.n, bits, x.type, x.in_type, x.c, x.layout, x.data, restore);
+           x.n, bits, x.type, x.in_type, x.c, x.layout, bits2, x.data, restore);
 }
 
 // The executor's lanes, one per place operators run, each running its operators in order: lane 0

@@ -16,7 +16,7 @@ constexpr std::array<op_info, op_kind_count> table{{
   {"sub", F::binary, D::any},
   {"mul", F::binary, D::any},
   {"div", F::binary, D::floating},
-  {"matmul", F::matmul, D::float32},
+  {"matmul", F::matmul, D::floating},
   {"relu", F::unary, D::any},
   {"sum", F::reduction, D::float32},
   {"copy", F::transfer, D::any},
@@ -48,15 +48,26 @@ constexpr std::array<op_info, op_kind_count> table{{
   {"gelu", F::unary, D::floating},
   {"cast", F::convert, D::any},
   {"clone", F::convert, D::any},
+  {"reduce_sum", F::reduction, D::floating},
+  {"reduce_mean", F::reduction, D::floating},
+  {"reduce_max", F::reduction, D::floating},
+  {"argmax", F::reduction, D::floating},
+  {"softmax", F::rows, D::floating},
+  {"log_softmax", F::rows, D::floating},
+  {"layer_norm", F::rows, D::floating},
+  {"rms_norm", F::rows, D::floating},
+  {"embedding", F::index, D::floating},
+  {"gather", F::index, D::floating},
+  {"random", F::random, D::floating},
 }};
 
 constexpr bool in_order() {
-  const char* last = "clone";
-  const char* got = table[static_cast<std::size_t>(op_kind::clone)].name;
+  const char* last = "random";
+  const char* got = table[static_cast<std::size_t>(op_kind::random)].name;
   for (std::size_t i = 0; last[i] != 0 || got[i] != 0; ++i)
     if (last[i] != got[i])
       return false;
-  return static_cast<std::size_t>(op_kind::clone) + 1 == op_kind_count;
+  return static_cast<std::size_t>(op_kind::random) + 1 == op_kind_count;
 }
 static_assert(in_order(), "the table follows op_kind");
 

@@ -110,6 +110,11 @@ tensor from_bytes(const std::shared_ptr<runtime_core>& rt, const shape_t& shape,
                   const void* data, std::size_t nbytes, const device& where,
                   const std::string& devices);
 
+// runtime::uniform (kind 0) and runtime::normal (kind 1).
+tensor random(const std::shared_ptr<runtime_core>& rt, uint64_t kind, const shape_t& shape,
+              double a, double b, uint64_t seed, const device& where, dtype type,
+              const std::string& devices);
+
 // t as a tensor of its own (whole()): t itself, or a clone of the view.
 tensor materialized(const tensor& t, const char* what);
 

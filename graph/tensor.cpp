@@ -95,53 +95,10 @@ bool tensor::is_contiguous() const {
   return x.whole();
 }
 
-namespace {
-
-// A float32 operator of the first vocabulary: its operands must be float32 tensors of their own.
-void check_float32(const char* what, const tensor& x) {
-  if (x.dtype() != dtype::float32)
-    throw error(std::string{what} + ": takes float32 tensors (for now), got " + x.str());
-}
-
-} // namespace
-
-tensor tensor::matmul(const tensor& rhs) const {
-  const auto& a = checked("matmul");
-  const auto& b = rhs.checked("matmul");
-  auto fail = [&](const std::string& what) {
-    return error("matmul: " + what + ": lhs " + str() + ", rhs " + rhs.str());
-  };
-  if (a.where != b.where)
-    throw fail("device mismatch");
-  if (a.type != b.type)
-    throw fail("dtype mismatch");
-  check_float32("matmul", *this);
-  if (a.shape.size() != 2 || b.shape.size() != 2)
-    throw fail("both operands must be 2-D");
-  if (a.shape[1] != b.shape[0])
-    throw fail("inner dimensions differ (" + std::to_string(a.shape[1]) + " vs "
-               + std::to_string(b.shape[0]) + ")");
-  if (a.runtime.lock() != b.runtime.lock())
-    throw fail("runtime mismatch");
-  auto rt = a.live("matmul");
-  const tensor x = detail::materialized(*this, "matmul");
-  const tensor y = detail::materialized(rhs, "matmul");
-  op_request req;
-  req.kind = op_kind::matmul;
-  req.where = a.where;
-  req.a = tensor_node::of(x, "matmul").id;
-  req.b = tensor_node::of(y, "matmul").id;
-  req.m = static_cast<uint64_t>(a.shape[0]);
-  req.k = static_cast<uint64_t>(a.shape[1]);
-  req.n = static_cast<uint64_t>(b.shape[1]);
-  shape_t out_shape{a.shape[0], b.shape[1]};
-  req.count = detail::element_count(out_shape, "matmul");
-  return detail::submit(rt, std::move(req), std::move(out_shape));
-}
-
 tensor tensor::sum() const {
   const auto& a = checked("sum");
-  check_float32("sum", *this);
+  if (a.type != ag::dtype::float32)
+    return sum(std::vector<int64_t>{}, false);
   auto rt = a.live("sum");
   const tensor x = detail::materialized(*this, "sum");
   op_request req;

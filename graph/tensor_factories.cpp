@@ -40,6 +40,31 @@ tensor full(const std::shared_ptr<runtime_core>& rt, const shape_t& shape, doubl
   return submit(rt, std::move(req), shape);
 }
 
+tensor random(const std::shared_ptr<runtime_core>& rt, uint64_t kind, const shape_t& shape,
+              double a, double b, uint64_t seed, const device& where, dtype type,
+              const std::string& devices) {
+  const char* what = kind == 0 ? "uniform" : "normal";
+  check_device(*rt, where, what, devices);
+  check_dtype(type, what);
+  if (!is_floating(type))
+    throw error(std::string{what} + ": takes float32, float16 or bfloat16, got "
+                + to_string(type));
+  if (kind == 0 && !(a < b))
+    throw error("uniform: low " + std::to_string(a) + " must be below high " + std::to_string(b));
+  if (kind == 1 && !(b >= 0))
+    throw error("normal: std " + std::to_string(b) + " must be 0 or more");
+  op_request req;
+  req.kind = op_kind::random;
+  req.where = where;
+  req.type = req.in_type = type;
+  req.count = element_count(shape, what);
+  req.m = seed;
+  req.k = kind;
+  req.scalar = a;
+  req.scalar2 = b;
+  return submit(rt, std::move(req), shape);
+}
+
 tensor from_bytes(const std::shared_ptr<runtime_core>& rt, const shape_t& shape, dtype type,
                   const void* data, std::size_t nbytes, const device& where,
                   const std::string& devices) {

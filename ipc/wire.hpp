@@ -123,7 +123,8 @@ constexpr std::size_t operand_ref_bytes = sizeof(operand_ref::id) + sizeof(opera
 constexpr std::size_t op_desc_bytes = sizeof(op_kind) + 4 * operand_ref_bytes
                                       + sizeof(op_desc::count) + sizeof(op_desc::m)
                                       + sizeof(op_desc::k) + sizeof(op_desc::n)
-                                      + sizeof(op_desc::scalar) + 2 * sizeof(dtype)
+                                      + sizeof(op_desc::scalar) + sizeof(op_desc::scalar2)
+                                      + 2 * sizeof(dtype)
                                       + 2 * length_bytes(0) + 3 * sizeof(int64_t);
 constexpr std::size_t no_hold_bytes = sizeof(operand_id); // one entry of batch::no_hold
 

@@ -68,4 +68,25 @@ tensor silu(const tensor& x);
 // approximate: "none" (with erf) or "tanh".
 tensor gelu(const tensor& x, const std::string& approximate = "none");
 
+// torch.matmul, floating dtypes: 1-D x 1-D is a dot product ([]); a 1-D lhs is a row and a 1-D
+// rhs a column, their 1 dropped from the result; more than 2-D: the leading dimensions are
+// batches, broadcast against each other. float16 and bfloat16 accumulate in float32. A transposed
+// view costs no copy.
+tensor matmul(const tensor& lhs, const tensor& rhs);
+
+// -- networks (floating dtypes) ---------------------------------------------------------------------
+// exp(x) / sum(exp(x)) along dim, computed from x - max; log_softmax its logarithm.
+tensor softmax(const tensor& x, int64_t dim);
+tensor log_softmax(const tensor& x, int64_t dim);
+// Over the last dimension: (x - mean) / sqrt(var + eps) * weight + bias (var biased), and
+// x / sqrt(mean(x^2) + eps) * weight. weight and bias are [last dim], or undefined for none.
+tensor layer_norm(const tensor& x, const tensor& weight, const tensor& bias, double eps = 1e-5);
+tensor rms_norm(const tensor& x, const tensor& weight, double eps = 1e-6);
+// Rows of table [V, D] picked by indices (int32 or int64, any shape): indices.shape + [D]. An
+// index outside [0, V) fails the operator (cpu, sim) or gives a NaN row (cuda).
+tensor embedding(const tensor& table, const tensor& indices);
+// The mean over rows of -log_softmax(logits)[row, targets[row]]: logits [N, C], targets [N]
+// (int32 or int64); shape [].
+tensor cross_entropy(const tensor& logits, const tensor& targets);
+
 } // namespace ag

@@ -72,6 +72,14 @@ public:
     return from_bytes(shape, dtype_of_v<T>, values.data(), values.size() * sizeof(T), where);
   }
 
+  // Random tensors, counter-based (Philox 4x32-10, graph/philox.hpp): element i is draw i of the
+  // stream of `seed`, the same bits on cpu, sim and cuda devices in either mode. uniform: in
+  // [low, high); normal: with that mean and standard deviation. Floating dtypes.
+  tensor uniform(const shape_t& shape, double low, double high, uint64_t seed, const device& where,
+                 dtype type = dtype::float32);
+  tensor normal(const shape_t& shape, double mean, double std, uint64_t seed, const device& where,
+                dtype type = dtype::float32);
+
   // A tensor of `type` holding the nbytes at data (row-major, the host's byte order); nbytes must
   // be the shape's element count times the dtype's size.
   tensor from_bytes(const shape_t& shape, dtype type, const void* data, std::size_t nbytes,

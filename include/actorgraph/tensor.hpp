@@ -64,14 +64,22 @@ public:
   // clamped to the dimension).
   tensor slice(int64_t dim, int64_t start, int64_t end) const;
 
-  // 2-D float32 matrix product: [m, k] x [k, n] -> [m, n].
+  // torch.matmul: ag::matmul(*this, rhs) (actorgraph/ops.hpp).
   tensor matmul(const tensor& rhs) const;
 
   // max(x, 0) elementwise.
   tensor relu() const;
 
-  // Sum of all elements (float32): shape {}.
+  // Sum of all elements: shape {}.
   tensor sum() const;
+
+  // -- reductions (floating dtypes; dims empty: every dimension; negatives count from the end) ------
+  // Sums, means and maxima over dims, which are dropped from the shape, or kept as 1 with keepdim.
+  tensor sum(const std::vector<int64_t>& dims, bool keepdim = false) const;
+  tensor mean(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  tensor max(int64_t dim, bool keepdim = false) const;
+  // The index (int64) of the largest element along dim: the first of them, or of the first NaN.
+  tensor argmax(int64_t dim, bool keepdim = false) const;
 
   // Waits for the value and copies it out (moving it to the cpu first when it lives elsewhere),
   // converted to float: exact for every dtype but int32 and int64 beyond 2^24 (values<T>() is

@@ -221,6 +221,8 @@ TEST_CASE("a call that does not fit throws naming the operator, the operands and
   CHECK_THROWS_WITH(rt.full({2}, 1.5, cpu, dtype::int32), Contains("not a whole number"));
   CHECK_THROWS_WITH(rt.from_bytes({3}, dtype::int64, nullptr, 8, cpu),
                     Contains("needs 3 values, got 1"));
-  CHECK_THROWS_WITH(h.matmul(h), Contains("matmul: takes float32"));
+  CHECK_THROWS_WITH(h.matmul(h), Contains("matmul: shapes do not fit") && Contains("lhs float16[2,3]"));
+  CHECK_THROWS_WITH(x.matmul(h), Contains("matmul: dtype mismatch"));
+  CHECK_THROWS_WITH(i.matmul(i), Contains("matmul: takes float32, float16 or bfloat16"));
   CHECK_THROWS_WITH(ag::all_reduce({h}), Contains("all_reduce: takes float32"));
 }

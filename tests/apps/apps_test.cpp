@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,7 @@ const program replay{"ag-replay", beside_this_program("ag-replay", AG_TEST_REPLA
 const program runner{"ag-runner", beside_this_program("ag-runner", AG_TEST_RUNNER)};
 const program node{"ag-node", beside_this_program("ag-node", AG_TEST_NODE)};
 const program keygen{"ag-keygen", beside_this_program("ag-keygen", AG_TEST_KEYGEN)};
+const program trainer{"ag-train", beside_this_program("ag-train", AG_TEST_TRAIN)};
 
 struct run_result {
   ag::exit_status status;
@@ -291,4 +293,38 @@ TEST_CASE("ag-node refuses a --runner that is not a program at start, naming --r
   INFO(r.err);
   CHECK(r.status.code != 0);
   CHECK_THAT(r.err, Contains("ag-keygen: ") && !Contains("ag-keygen: ag-keygen"));
+}
+
+TEST_CASE("ag-train learns the digits past 95% on sim devices, with the same losses in both modes",
+          "[apps]") {
+  temp_dir cwd{"apps-test-cwd"}, scratch{"apps-test"};
+  std::string losses[2];
+  for (int process = 0; process < 2; ++process) {
+    const auto r = run(trainer,
+                       {"--devices=sim:0,sim:1", process ? "--mode=process" : "--mode=thread",
+                        "--epochs=12", "--min-accuracy=0.95"},
+                       cwd.path(), scratch, std::chrono::seconds{120});
+    INFO(r.out << r.err);
+    REQUIRE(r.status.code == 0);
+    CHECK_THAT(r.out, Contains("epoch  12  loss") && Contains("test accuracy 0.9"));
+    std::istringstream lines{r.out};
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("epoch", 0) == 0)
+        losses[process] += line + "\n";
+  }
+  CHECK(!losses[0].empty());
+  CHECK(losses[0] == losses[1]); // printed to 9 digits: the same float bits
+  // bfloat16 trains too, and a file that is not the digits is refused naming it.
+  auto r = run(trainer, {"--devices=sim:0", "--dtype=bfloat16", "--epochs=12",
+                         "--min-accuracy=0.9"},
+               cwd.path(), scratch, std::chrono::seconds{120});
+  INFO(r.out << r.err);
+  CHECK(r.status.code == 0);
+  spit(scratch.file("not-digits.gz"), std::string{"plain text, not gzip\n1,2,3\n"});
+  r = run(trainer, {"--data=" + scratch.file("not-digits.gz"), "--epochs=1"}, cwd.path(), scratch);
+  CHECK(r.status.code == 3);
+  CHECK_THAT(r.err, Contains("not-digits.gz: line 1: not a number"));
+  r = run(trainer, {"--devices=sim:0,sim:1", "--batch=127"}, cwd.path(), scratch);
+  CHECK(r.status.code == 2);
+  CHECK_THAT(r.err, Contains("--batch=127: a multiple of the 2 devices"));
 }

@@ -235,7 +235,9 @@ TEST_CASE("cuda matmul matches the CPU reference within 1e-4", "[cuda]") {
     upload(*s, da.get(), a);
     upload(*s, db.get(), b);
     ag::test::fill(*s, dout.get(), sh.m * sh.n, 42.0f); // k == 0 must overwrite this with zeros
-    s->matmul(da.get(), db.get(), dout.get(), sh.m, sh.k, sh.n);
+    s->matmul(ag::plain_matmul(ag::dtype::float32, da.get(), db.get(), dout.get(),
+                               static_cast<int64_t>(sh.m), static_cast<int64_t>(sh.k),
+                               static_cast<int64_t>(sh.n)));
     std::vector<float> want(sh.m * sh.n);
     ag::cpu::matmul(a.data(), b.data(), want.data(), sh.m, sh.k, sh.n);
     const auto got = download(*s, dout.get(), want.size());

@@ -101,11 +101,9 @@ public:
     inner_->fill(t, out, count, value);
   }
   void elementwise(const ag::elementwise_call& call) override { inner_->elementwise(call); }
+  void rows(const ag::row_call& call) override { inner_->rows(call); }
   void sum(const float* a, float* out, std::size_t count) override { inner_->sum(a, out, count); }
-  void matmul(const float* a, const float* b, float* out, std::size_t m, std::size_t k,
-              std::size_t n) override {
-    inner_->matmul(a, b, out, m, k, n);
-  }
+  void matmul(const ag::matmul_call& call) override { inner_->matmul(call); }
   void random(ag::random_kind kind, float* out, std::size_t count, uint64_t seed, uint64_t first,
               float a, float b) override {
     inner_->random(kind, out, count, seed, first, a, b);

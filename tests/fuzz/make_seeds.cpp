@@ -140,6 +140,43 @@ std::vector<op_desc> every_kind() {
                     op_kind::rsqrt, op_kind::tanh, op_kind::sigmoid, op_kind::silu, op_kind::gelu,
                     op_kind::clone})
     ops.push_back(op(k, dev(26), dev(12)));
+  // The reductions, rows, index and random operators, and a batched matmul with a layout.
+  for (op_kind k : {op_kind::reduce_sum, op_kind::reduce_mean, op_kind::reduce_max,
+                    op_kind::argmax, op_kind::softmax, op_kind::log_softmax}) {
+    auto r = op(k, dev(27), dev(12), {}, 2);
+    r.m = 2;
+    r.k = 2;
+    r.n = 1;
+    if (k == op_kind::argmax)
+      r.type = ag::dtype::int64;
+    if (k == op_kind::softmax || k == op_kind::log_softmax)
+      r.count = 4;
+    ops.push_back(r);
+  }
+  auto norm = op(op_kind::layer_norm, dev(28), dev(12), dev(13), 4);
+  norm.c = dev(14);
+  norm.m = 2;
+  norm.k = 2;
+  norm.scalar = 1e-5;
+  ops.push_back(norm);
+  auto embed = op(op_kind::embedding, dev(29), dev(12), dev(24), 4);
+  embed.in_type = ag::dtype::int64;
+  embed.m = 2;
+  embed.k = 2;
+  embed.n = 2;
+  ops.push_back(embed);
+  auto draw = op(op_kind::random, dev(30), {}, {}, 1000);
+  draw.m = 42;
+  draw.k = 1;
+  draw.scalar = 0.0;
+  draw.scalar2 = 1.0;
+  ops.push_back(draw);
+  auto batched = op(op_kind::matmul, dev(31), dev(12), dev(13), 8);
+  batched.m = 2;
+  batched.k = 2;
+  batched.n = 2;
+  batched.layout = {{2, 2, 2, 2}, {0, 2, 0, 1, 4, 0, 1, 2, 0, 0, 0, 0}, 0, 0, 0};
+  ops.push_back(batched);
   return ops;
 }
 

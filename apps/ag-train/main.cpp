@@ -1,0 +1,300 @@
+// ag-train: trains an MLP classifier (64 -> hidden -> 10, ReLU, softmax cross-entropy) on the
+// handwritten digits of python3-sklearn, data-parallel over --devices: every device takes a shard
+// of every batch, runs forward and backward with actorgraph's operators, the gradients are summed
+// with ag::all_reduce, and every device applies the same update (SGD with momentum), so every
+// device keeps the same parameters bit for bit. Prints the loss per epoch and the test accuracy.
+//
+//   ag-train [--devices=sim:0,sim:1] [--mode=thread|process] [--epochs=N] [--batch=N]
+//            [--hidden=N] [--lr=X] [--momentum=X] [--seed=N] [--dtype=float32|bfloat16]
+//            [--data=digits.csv.gz] [--nodes=... --key=...] [--record-trace=FILE]
+//
+// With --dtype=bfloat16 the forward and backward passes run in bfloat16; the parameters, their
+// gradients' sums and the update stay float32 (mixed precision). Exit codes (README.md): 0 trained
+// (and with --min-accuracy, reached it), 1 failed or fell short, 2 a bad command line, 3 the
+// runtime or the data could not be had.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/config_option_adder.hpp>
+
+#include <actorgraph/actorgraph.hpp>
+
+#include "apps/ag-train/digits.hpp"
+#include "apps/app_config.hpp"
+
+namespace {
+
+class train_config : public ag::app::config {
+public:
+  std::string devices = "sim:0,sim:1";
+  std::string mode = "thread";
+  int64_t epochs = 20;
+  int64_t batch = 128;
+  int64_t hidden = 256;
+  double lr = 0.1;
+  double momentum = 0.9;
+  int64_t seed = 1;
+  std::string dtype = "float32";
+  std::string data;
+  std::string key;
+  std::string nodes;
+  std::string record_trace;
+  double min_accuracy = 0.0;
+
+  train_config() : ag::app::config("ag-train", true) {
+    opt_group{custom_options_, "global"}
+      .add(devices, "devices,d", "devices to train on, one shard of every batch each (cpu, sim:N, cuda:N, NODE/...)")
+      .add(mode, "mode,m", "thread (a stream actor per device) or process (a child per device)")
+      .add(epochs, "epochs", "passes over the training set")
+      .add(batch, "batch", "images per step, over all devices (a multiple of their number)")
+      .add(hidden, "hidden", "units of the hidden layer")
+      .add(lr, "lr", "learning rate")
+      .add(momentum, "momentum", "SGD momentum (0: plain SGD)")
+      .add(seed, "seed", "seed of the split, the shuffles and the initial weights")
+      .add(dtype, "dtype", "float32 or bfloat16 (the forward and backward passes)")
+      .add(data, "data", "digits.csv.gz (default: python3-sklearn's)")
+      .add(min_accuracy, "min-accuracy", "exit 1 when the test accuracy is below this fraction")
+      .add(record_trace, "record-trace", "record every message to the runners into FILE")
+      .add(key, "key", "with --nodes: this controller's identity (ag-keygen's NAME.secret)")
+      .add(nodes, "nodes", "machines running ag-node, NAME=tcp://HOST:PORT=NAME.public, comma-separated");
+  }
+};
+
+using clock_type = std::chrono::steady_clock;
+using ag::tensor;
+
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+// One device's copy of the model: float32 parameters and their momentum.
+struct replica {
+  ag::device where;
+  tensor w1, b1, w2, b2;
+  tensor v_w1, v_b1, v_w2, v_b2;
+};
+
+// The gradients of one shard, float32, for the mean loss over the whole batch (divided by its
+// size), and the shard's mean loss.
+struct shard_grads {
+  tensor w1, b1, w2, b2, loss;
+};
+
+shard_grads forward_backward(const replica& r, const tensor& x, const tensor& y,
+                             const tensor& onehot, ag::dtype dt, double batch) {
+  const auto w1 = r.w1.astype(dt), b1 = r.b1.astype(dt);
+  const auto w2 = r.w2.astype(dt), b2 = r.b2.astype(dt);
+  const auto z1 = ag::matmul(x, w1) + b1;
+  const auto h = ag::relu(z1);
+  const auto logits = ag::matmul(h, w2) + b2;
+  shard_grads g;
+  g.loss = ag::cross_entropy(logits, y).astype(ag::dtype::float32);
+  const auto dlogits = (ag::softmax(logits, 1) - onehot) * (1.0 / batch);
+  g.w2 = ag::matmul(h.transpose(0, 1), dlogits).astype(ag::dtype::float32);
+  g.b2 = dlogits.sum({0}).astype(ag::dtype::float32);
+  const auto dh = ag::matmul(dlogits, w2.transpose(0, 1));
+  const auto dz1 = dh * ag::gt(z1, 0.0).astype(dt);
+  g.w1 = ag::matmul(x.transpose(0, 1), dz1).astype(ag::dtype::float32);
+  g.b1 = dz1.sum({0}).astype(ag::dtype::float32);
+  return g;
+}
+
+// v = momentum v + g; p = p - lr v.
+void update(tensor& p, tensor& v, const tensor& g, double lr, double momentum) {
+  v = momentum == 0.0 ? g : v * momentum + g;
+  p = p - v * lr;
+}
+
+struct run_result {
+  std::vector<float> losses; // per epoch
+  double accuracy = 0;
+  double seconds = 0;
+};
+
+run_result train(caf::actor_system& sys, const train_config& cfg,
+                 const std::vector<ag::device>& devices, const ag::train::dataset& train_set,
+                 const ag::train::dataset& test_set, ag::dtype dt) {
+  ag::graph_option opt;
+  opt.devices = devices;
+  opt.per_device_per_process = cfg.mode == "process";
+  opt.trace_path = cfg.record_trace;
+  opt.nodes = ag::parse_nodes(cfg.nodes);
+  opt.key_file = cfg.key;
+  std::optional<ag::runtime> started;
+  if (opt.nodes.empty())
+    started.emplace(sys, opt);
+  else
+    started.emplace(opt);
+  ag::runtime& rt = *started;
+  std::vector<ag::device> places = rt.devices();
+  if (places.empty())
+    places.push_back(ag::device::cpu());
+  const int64_t H = cfg.hidden, D = static_cast<int64_t>(places.size());
+  const int64_t shard = cfg.batch / D;
+  const auto seed = static_cast<uint64_t>(cfg.seed);
+  // Every replica draws the same initial weights (Philox: the same bits on every device).
+  std::vector<replica> reps;
+  for (const auto& d : places) {
+    replica r;
+    r.where = d;
+    r.w1 = rt.normal({64, H}, 0.0, std::sqrt(2.0 / 64), seed * 4 + 1, d);
+    r.w2 = rt.normal({H, 10}, 0.0, std::sqrt(2.0 / double(H)), seed * 4 + 2, d);
+    r.b1 = rt.full({H}, 0.0, d);
+    r.b2 = rt.full({10}, 0.0, d);
+    r.v_w1 = rt.full({64, H}, 0.0, d);
+    r.v_w2 = rt.full({H, 10}, 0.0, d);
+    r.v_b1 = rt.full({H}, 0.0, d);
+    r.v_b2 = rt.full({10}, 0.0, d);
+    reps.push_back(r);
+  }
+  run_result out;
+  const auto t0 = clock_type::now();
+  const std::size_t n = train_set.size();
+  const std::size_t steps = n / static_cast<std::size_t>(cfg.batch);
+  for (int64_t epoch = 0; epoch < cfg.epochs; ++epoch) {
+    // This epoch's order of the training images.
+    ag::train::dataset shuffled, unused;
+    ag::train::split(train_set, seed * 1000003 + static_cast<uint64_t>(epoch), 0, shuffled, unused);
+    std::vector<tensor> loss_sum(places.size());
+    for (std::size_t step = 0; step < steps; ++step) {
+      std::vector<shard_grads> grads;
+      for (std::size_t d = 0; d < places.size(); ++d) {
+        const std::size_t first = step * static_cast<std::size_t>(cfg.batch)
+                                  + d * static_cast<std::size_t>(shard);
+        const auto rows = static_cast<std::size_t>(shard);
+        std::vector<float> xv(shuffled.pixels.begin() + static_cast<std::ptrdiff_t>(first * 64),
+                              shuffled.pixels.begin()
+                                + static_cast<std::ptrdiff_t>((first + rows) * 64));
+        std::vector<int32_t> yv(shuffled.labels.begin() + static_cast<std::ptrdiff_t>(first),
+                                shuffled.labels.begin() + static_cast<std::ptrdiff_t>(first + rows));
+        std::vector<float> hot(rows * 10, 0.0f);
+        for (std::size_t i = 0; i < rows; ++i)
+          hot[i * 10 + static_cast<std::size_t>(yv[i])] = 1.0f;
+        const auto& where = places[d];
+        const auto x = rt.from_vector({shard, 64}, xv, where).astype(dt);
+        const auto y = rt.from_vector({shard}, yv, where);
+        const auto onehot = rt.from_vector({shard, 10}, hot, where).astype(dt);
+        grads.push_back(forward_backward(reps[d], x, y, onehot, dt, double(cfg.batch)));
+        loss_sum[d] = loss_sum[d].defined() ? loss_sum[d] + grads.back().loss : grads.back().loss;
+      }
+      // Sum each gradient over the devices; every device then takes the same step.
+      auto summed = [&](tensor shard_grads::*field) {
+        std::vector<tensor> parts;
+        for (auto& g : grads)
+          parts.push_back(g.*field);
+        return places.size() == 1 ? parts : ag::all_reduce(parts);
+      };
+      const auto gw1 = summed(&shard_grads::w1), gb1 = summed(&shard_grads::b1);
+      const auto gw2 = summed(&shard_grads::w2), gb2 = summed(&shard_grads::b2);
+      for (std::size_t d = 0; d < places.size(); ++d) {
+        auto& r = reps[d];
+        update(r.w1, r.v_w1, gw1[d], cfg.lr, cfg.momentum);
+        update(r.b1, r.v_b1, gb1[d], cfg.lr, cfg.momentum);
+        update(r.w2, r.v_w2, gw2[d], cfg.lr, cfg.momentum);
+        update(r.b2, r.v_b2, gb2[d], cfg.lr, cfg.momentum);
+      }
+    }
+    // The epoch's loss: the mean over steps of the mean over the devices' shards.
+    double total = 0;
+    for (auto& l : loss_sum)
+      total += l.to_vector().at(0);
+    out.losses.push_back(static_cast<float>(total / double(steps) / double(places.size())));
+    std::printf("epoch %3lld  loss %.9g\n", static_cast<long long>(epoch + 1),
+                static_cast<double>(out.losses.back()));
+    std::fflush(stdout);
+  }
+  out.seconds = seconds_since(t0);
+  // Test accuracy on the first device.
+  const auto& r = reps.front();
+  const auto tn = static_cast<int64_t>(test_set.size());
+  const auto x = rt.from_vector({tn, 64}, test_set.pixels, r.where).astype(dt);
+  std::vector<int64_t> labels(test_set.labels.begin(), test_set.labels.end());
+  const auto y = rt.from_vector({tn}, labels, r.where);
+  const auto logits =
+    ag::matmul(ag::relu(ag::matmul(x, r.w1.astype(dt)) + r.b1.astype(dt)), r.w2.astype(dt))
+    + r.b2.astype(dt);
+  const auto right = ag::eq(logits.argmax(1), y).astype(ag::dtype::float32).sum();
+  out.accuracy = right.to_vector().at(0) / double(tn);
+  return out;
+}
+
+int start(int argc, char** argv) {
+  train_config cfg;
+  if (auto code = cfg.read(argc, argv))
+    return *code;
+  if (!cfg.remainder.empty())
+    return cfg.usage("unexpected argument \"" + cfg.remainder.front() + "\"");
+  if (cfg.mode != "thread" && cfg.mode != "process")
+    return cfg.usage("--mode=" + cfg.mode + ": expected thread or process");
+  if (cfg.dtype != "float32" && cfg.dtype != "bfloat16")
+    return cfg.usage("--dtype=" + cfg.dtype + ": expected float32 or bfloat16");
+  if (cfg.epochs < 1 || cfg.hidden < 1 || cfg.hidden > 65536)
+    return cfg.usage("--epochs and --hidden: at least 1 (hidden at most 65536)");
+  if (!(cfg.lr > 0) || !(cfg.momentum >= 0 && cfg.momentum < 1))
+    return cfg.usage("--lr above 0 and --momentum in [0, 1)");
+  std::vector<ag::device> devices;
+  try {
+    devices = ag::parse_devices(cfg.devices);
+  } catch (const std::exception& e) {
+    return cfg.usage("--devices=" + cfg.devices + ": " + e.what());
+  }
+  std::vector<ag::device> runtime_devices;
+  for (const auto& d : devices)
+    if (!d.is_cpu())
+      runtime_devices.push_back(d);
+  const auto shards = static_cast<int64_t>(std::max<std::size_t>(1, runtime_devices.size()));
+  if (cfg.batch < shards || cfg.batch % shards != 0)
+    return cfg.usage("--batch=" + std::to_string(cfg.batch) + ": a multiple of the "
+                     + std::to_string(shards) + " devices");
+  ag::train::dataset all, train_set, test_set;
+  try {
+    std::string path = cfg.data;
+    if (path.empty())
+      for (const auto& p : ag::train::default_digits_paths())
+        if (FILE* f = std::fopen(p.c_str(), "rb")) {
+          std::fclose(f);
+          path = p;
+          break;
+        }
+    if (path.empty())
+      return cfg.fail(ag::app::exit_cannot_run,
+                      "the digits (python3-sklearn's digits.csv.gz) are not installed; --data=FILE");
+    all = ag::train::read_digits(path);
+  } catch (const std::exception& e) {
+    return cfg.fail(ag::app::exit_cannot_run, e.what());
+  }
+  ag::train::split(all, static_cast<uint64_t>(cfg.seed), all.size() / 5, train_set, test_set);
+  if (train_set.size() < static_cast<std::size_t>(cfg.batch))
+    return cfg.usage("--batch=" + std::to_string(cfg.batch) + ": more than the "
+                     + std::to_string(train_set.size()) + " training images");
+  std::printf("digits: %zu training, %zu test images; %s on %s, %s mode, batch %lld, hidden %lld\n",
+              train_set.size(), test_set.size(), cfg.dtype.c_str(), cfg.devices.c_str(),
+              cfg.mode.c_str(), static_cast<long long>(cfg.batch),
+              static_cast<long long>(cfg.hidden));
+  ag::install_stop_signals();
+  try {
+    caf::actor_system sys{cfg};
+    const auto r = train(sys, cfg, runtime_devices, train_set, test_set,
+                         cfg.dtype == "bfloat16" ? ag::dtype::bfloat16 : ag::dtype::float32);
+    std::printf("test accuracy %.4f (%zu images); %.2f s of training, %.2f ms a step\n",
+                r.accuracy, test_set.size(), r.seconds,
+                r.seconds * 1e3 / double(cfg.epochs)
+                  / double(train_set.size() / static_cast<std::size_t>(cfg.batch)));
+    return r.accuracy >= cfg.min_accuracy ? ag::app::exit_ok : ag::app::exit_failed;
+  } catch (const std::exception& e) {
+    return cfg.fail(ag::app::exit_failed, e.what());
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  return ag::app::guarded_main("ag-train", start, argc, argv, ag::app::exit_failed);
+}
