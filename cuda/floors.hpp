@@ -36,4 +36,12 @@ std::optional<double> peer_copy_gbps(int dst_device, int src_device, std::size_t
 // Row-major n x n SGEMM (full FP32, as actorgraph runs it): TFLOP/s over `repeats` calls.
 std::optional<double> sgemm_tflops(int device, int n, int repeats);
 
+// n x n cublasGemmEx of bfloat16 operands accumulating in float32 (CUBLAS_COMPUTE_32F, as
+// actorgraph runs it): TFLOP/s over `repeats` calls.
+std::optional<double> bf16_gemm_tflops(int device, int n, int repeats);
+
+// cudaMemcpyAsync of `bytes` between two buffers of one GPU: bytes read and written (2 x bytes)
+// per second, in GB/s, over `repeats` copies after one of warm-up.
+std::optional<double> d2d_copy_gbps(int device, std::size_t bytes, int repeats);
+
 } // namespace ag::floors

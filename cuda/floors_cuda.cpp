@@ -217,4 +217,55 @@ std::optional<double> sgemm_tflops(int device, int n, int repeats) {
   return 2.0 * double(n) * n * n * repeats / seconds * 1e-12;
 }
 
+std::optional<double> bf16_gemm_tflops(int device, int n, int repeats) {
+  if (!usable(device))
+    return std::nullopt;
+  const auto& api = cublas::get();
+  scope s{device};
+  const auto elems = std::size_t(n) * std::size_t(n);
+  auto* a = s.alloc<uint16_t>(elems);
+  auto* b = s.alloc<uint16_t>(elems);
+  auto* c = s.alloc<uint16_t>(elems);
+  AG_CUDA_TRY(cudaMemsetAsync(a, 0, elems * 2, s.stream()));
+  AG_CUDA_TRY(cudaMemsetAsync(b, 0, elems * 2, s.stream()));
+  cublasHandle_t h = nullptr;
+  AG_CUBLAS_TRY(api.create(&h));
+  struct destroy {
+    cublasHandle_t h;
+    ~destroy() { AG_CUBLAS_TRY_NOTHROW(cublas::get().destroy(h)); }
+  } destroyed{h};
+  AG_CUBLAS_TRY(api.set_stream(h, s.stream()));
+  AG_CUBLAS_TRY(api.set_math_mode(h, CUBLAS_DEFAULT_MATH));
+  const float one = 1.0f, zero = 0.0f;
+  auto gemm = [&] {
+    AG_CUBLAS_TRY(api.gemm_ex(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, CUDA_R_16BF, n, a,
+                              CUDA_R_16BF, n, &zero, c, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT));
+  };
+  gemm();
+  s.sync();
+  const auto t0 = clock_type::now();
+  for (int i = 0; i < repeats; ++i)
+    gemm();
+  s.sync();
+  const double seconds = us_since(t0) * 1e-6;
+  return 2.0 * double(n) * n * n * repeats / seconds * 1e-12;
+}
+
+std::optional<double> d2d_copy_gbps(int device, std::size_t bytes, int repeats) {
+  if (!usable(device))
+    return std::nullopt;
+  scope s{device};
+  auto* src = s.alloc<char>(bytes);
+  auto* dst = s.alloc<char>(bytes);
+  AG_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s.stream()));
+  s.sync();
+  const auto t0 = clock_type::now();
+  for (int i = 0; i < repeats; ++i)
+    AG_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s.stream()));
+  s.sync();
+  const double seconds = us_since(t0) * 1e-6;
+  return 2.0 * double(bytes) * repeats / seconds * 1e-9;
+}
+
 } // namespace ag::floors

@@ -53,6 +53,7 @@
 
 #include "apps/ag-bench/local_node.hpp"
 #include "apps/ag-bench/mode_bench.hpp"
+#include "apps/ag-bench/ops_bench.hpp"
 #include "apps/ag-bench/node_bench.hpp"
 #include "apps/ag-bench/peer_bench.hpp"
 #include "apps/ag-bench/stats.hpp"
@@ -85,7 +86,8 @@ public:
       .add(mode, "mode,m",
            "thread, process, both (thread and process), node (the first device, lent by an "
            "ag-node that ag-bench starts on 127.0.0.1), peers (direct transfers between the "
-           "devices, thread mode) or all (thread, process, node and peers)")
+           "devices, thread mode), ops (the operators of real networks on the first device "
+           "against copy bandwidth and cuBLAS) or all (thread, process, node and peers)")
       .add(transport, "transport", "shared_memory, sockets or both")
       .add(spin_us, "spin-us", "graph_option::spin_wait of the shared-memory path (default 50)")
       .add(progress_ms, "progress-timeout-ms",
@@ -311,8 +313,9 @@ int start(int argc, char** argv) {
   if (!cfg.zmq_peer.empty())
     return ag::bench::zmq_peer_main(cfg.zmq_peer);
   if (cfg.mode != "thread" && cfg.mode != "process" && cfg.mode != "both" && cfg.mode != "node"
-      && cfg.mode != "peers" && cfg.mode != "all")
-    return cfg.usage("--mode=" + cfg.mode + ": expected thread, process, both, node, peers or all");
+      && cfg.mode != "peers" && cfg.mode != "all" && cfg.mode != "ops")
+    return cfg.usage("--mode=" + cfg.mode
+                     + ": expected thread, process, both, node, peers, ops or all");
   if (cfg.transport != "shared_memory" && cfg.transport != "sockets" && cfg.transport != "both")
     return cfg.usage("--transport=" + cfg.transport + ": expected shared_memory, sockets or both");
   if (cfg.spin_us < 0 || cfg.spin_us > 1000000)
@@ -337,6 +340,25 @@ int start(int argc, char** argv) {
   if (cfg.mode == "peers" && !peers_no.empty())
     return cfg.usage("--mode=peers, --devices=" + ag::to_string(devices) + ": " + peers_no);
   const bool peers_only = cfg.mode == "peers";
+  if (cfg.mode == "ops") { // the operators of real networks on the first device (ops_bench.hpp)
+    ag::install_stop_signals();
+    try {
+      const auto rows = ag::bench::measure_ops(devices.front(), cfg.quick
+                                                                  ? ag::bench::quick_ops_sizes
+                                                                  : ag::bench::full_ops_sizes);
+      std::printf("ag-bench --mode=ops: %s%s\n", devices.front().str().c_str(),
+                  cfg.quick ? " (quick)" : "");
+      for (const auto& r : rows) {
+        std::printf("%-44s %10.2f %-8s", r.what.c_str(), r.value, r.unit.c_str());
+        if (r.floor > 0)
+          std::printf("  %.2fx of %.2f (%s)", r.value / r.floor, r.floor, r.against.c_str());
+        std::printf("\n");
+      }
+      return ag::app::exit_ok;
+    } catch (const std::exception& e) {
+      return cfg.fail(ag::app::exit_cannot_run, e.what());
+    }
+  }
   // A stop signal ends the runtimes' children and the node's (through ag-node) in order.
   ag::bench::stop_local_node_on_signals();
   ag::install_stop_signals();

@@ -27,6 +27,7 @@
 #include <actorgraph/actorgraph.hpp>
 
 #include "apps/ag-train/digits.hpp"
+#include "apps/ag-train/mlp.hpp"
 #include "apps/app_config.hpp"
 
 namespace {
@@ -74,44 +75,6 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-// One device's copy of the model: float32 parameters and their momentum.
-struct replica {
-  ag::device where;
-  tensor w1, b1, w2, b2;
-  tensor v_w1, v_b1, v_w2, v_b2;
-};
-
-// The gradients of one shard, float32, for the mean loss over the whole batch (divided by its
-// size), and the shard's mean loss.
-struct shard_grads {
-  tensor w1, b1, w2, b2, loss;
-};
-
-shard_grads forward_backward(const replica& r, const tensor& x, const tensor& y,
-                             const tensor& onehot, ag::dtype dt, double batch) {
-  const auto w1 = r.w1.astype(dt), b1 = r.b1.astype(dt);
-  const auto w2 = r.w2.astype(dt), b2 = r.b2.astype(dt);
-  const auto z1 = ag::matmul(x, w1) + b1;
-  const auto h = ag::relu(z1);
-  const auto logits = ag::matmul(h, w2) + b2;
-  shard_grads g;
-  g.loss = ag::cross_entropy(logits, y).astype(ag::dtype::float32);
-  const auto dlogits = (ag::softmax(logits, 1) - onehot) * (1.0 / batch);
-  g.w2 = ag::matmul(h.transpose(0, 1), dlogits).astype(ag::dtype::float32);
-  g.b2 = dlogits.sum({0}).astype(ag::dtype::float32);
-  const auto dh = ag::matmul(dlogits, w2.transpose(0, 1));
-  const auto dz1 = dh * ag::gt(z1, 0.0).astype(dt);
-  g.w1 = ag::matmul(x.transpose(0, 1), dz1).astype(ag::dtype::float32);
-  g.b1 = dz1.sum({0}).astype(ag::dtype::float32);
-  return g;
-}
-
-// v = momentum v + g; p = p - lr v.
-void update(tensor& p, tensor& v, const tensor& g, double lr, double momentum) {
-  v = momentum == 0.0 ? g : v * momentum + g;
-  p = p - v * lr;
-}
-
 struct run_result {
   std::vector<float> losses; // per epoch
   double accuracy = 0;
@@ -140,20 +103,9 @@ run_result train(caf::actor_system& sys, const train_config& cfg,
   const int64_t shard = cfg.batch / D;
   const auto seed = static_cast<uint64_t>(cfg.seed);
   // Every replica draws the same initial weights (Philox: the same bits on every device).
-  std::vector<replica> reps;
-  for (const auto& d : places) {
-    replica r;
-    r.where = d;
-    r.w1 = rt.normal({64, H}, 0.0, std::sqrt(2.0 / 64), seed * 4 + 1, d);
-    r.w2 = rt.normal({H, 10}, 0.0, std::sqrt(2.0 / double(H)), seed * 4 + 2, d);
-    r.b1 = rt.full({H}, 0.0, d);
-    r.b2 = rt.full({10}, 0.0, d);
-    r.v_w1 = rt.full({64, H}, 0.0, d);
-    r.v_w2 = rt.full({H, 10}, 0.0, d);
-    r.v_b1 = rt.full({H}, 0.0, d);
-    r.v_b2 = rt.full({10}, 0.0, d);
-    reps.push_back(r);
-  }
+  std::vector<ag::train::replica> reps;
+  for (const auto& d : places)
+    reps.push_back(ag::train::make_replica(rt, d, H, seed));
   run_result out;
   const auto t0 = clock_type::now();
   const std::size_t n = train_set.size();
@@ -164,7 +116,7 @@ run_result train(caf::actor_system& sys, const train_config& cfg,
     ag::train::split(train_set, seed * 1000003 + static_cast<uint64_t>(epoch), 0, shuffled, unused);
     std::vector<tensor> loss_sum(places.size());
     for (std::size_t step = 0; step < steps; ++step) {
-      std::vector<shard_grads> grads;
+      std::vector<ag::train::shard_grads> grads;
       for (std::size_t d = 0; d < places.size(); ++d) {
         const std::size_t first = step * static_cast<std::size_t>(cfg.batch)
                                   + d * static_cast<std::size_t>(shard);
@@ -181,25 +133,22 @@ run_result train(caf::actor_system& sys, const train_config& cfg,
         const auto x = rt.from_vector({shard, 64}, xv, where).astype(dt);
         const auto y = rt.from_vector({shard}, yv, where);
         const auto onehot = rt.from_vector({shard, 10}, hot, where).astype(dt);
-        grads.push_back(forward_backward(reps[d], x, y, onehot, dt, double(cfg.batch)));
+        grads.push_back(
+          ag::train::forward_backward(reps[d], x, y, onehot, dt, double(cfg.batch)));
         loss_sum[d] = loss_sum[d].defined() ? loss_sum[d] + grads.back().loss : grads.back().loss;
       }
       // Sum each gradient over the devices; every device then takes the same step.
-      auto summed = [&](tensor shard_grads::*field) {
+      auto summed = [&](tensor ag::train::shard_grads::*field) {
         std::vector<tensor> parts;
         for (auto& g : grads)
           parts.push_back(g.*field);
         return places.size() == 1 ? parts : ag::all_reduce(parts);
       };
-      const auto gw1 = summed(&shard_grads::w1), gb1 = summed(&shard_grads::b1);
-      const auto gw2 = summed(&shard_grads::w2), gb2 = summed(&shard_grads::b2);
-      for (std::size_t d = 0; d < places.size(); ++d) {
-        auto& r = reps[d];
-        update(r.w1, r.v_w1, gw1[d], cfg.lr, cfg.momentum);
-        update(r.b1, r.v_b1, gb1[d], cfg.lr, cfg.momentum);
-        update(r.w2, r.v_w2, gw2[d], cfg.lr, cfg.momentum);
-        update(r.b2, r.v_b2, gb2[d], cfg.lr, cfg.momentum);
-      }
+      using G = ag::train::shard_grads;
+      const auto gw1 = summed(&G::w1), gb1 = summed(&G::b1);
+      const auto gw2 = summed(&G::w2), gb2 = summed(&G::b2);
+      for (std::size_t d = 0; d < places.size(); ++d)
+        ag::train::update(reps[d], gw1[d], gb1[d], gw2[d], gb2[d], cfg.lr, cfg.momentum);
     }
     // The epoch's loss: the mean over steps of the mean over the devices' shards.
     double total = 0;
@@ -217,9 +166,7 @@ run_result train(caf::actor_system& sys, const train_config& cfg,
   const auto x = rt.from_vector({tn, 64}, test_set.pixels, r.where).astype(dt);
   std::vector<int64_t> labels(test_set.labels.begin(), test_set.labels.end());
   const auto y = rt.from_vector({tn}, labels, r.where);
-  const auto logits =
-    ag::matmul(ag::relu(ag::matmul(x, r.w1.astype(dt)) + r.b1.astype(dt)), r.w2.astype(dt))
-    + r.b2.astype(dt);
+  const auto logits = ag::train::logits(r, x, dt);
   const auto right = ag::eq(logits.argmax(1), y).astype(ag::dtype::float32).sum();
   out.accuracy = right.to_vector().at(0) / double(tn);
   return out;
