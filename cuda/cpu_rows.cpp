@@ -1,6 +1,7 @@
 // The cpu kernels of the reductions, softmaxes, norms, index and random operators: plain loops
 // over [m, k, n] (or rows [m, k]), sums in double in order, results rounded once to the dtype.
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -144,6 +145,22 @@ void pick(const row_call& c) {
   }
 }
 
+void concat(const row_call& c) {
+  const std::size_t size = size_of(c.type);
+  const uint64_t width = c.m == 0 ? 0 : c.count / c.m;
+  const uint64_t parts[3] = {c.k, c.n, width - c.k - c.n};
+  const void* from[3] = {c.a, c.b, c.c};
+  auto* out = static_cast<char*>(c.out);
+  for (uint64_t row = 0; row < c.m; ++row)
+    for (int p = 0; p < 3; ++p) {
+      if (parts[p] == 0)
+        continue;
+      std::memcpy(out, static_cast<const char*>(from[p]) + row * parts[p] * size,
+                  parts[p] * size);
+      out += parts[p] * size;
+    }
+}
+
 void draw(const row_call& c) {
   const auto kind = c.k == 0 ? random_kind::uniform : random_kind::normal;
   const auto lo = static_cast<float>(c.scalar), hi = static_cast<float>(c.scalar2);
@@ -166,6 +183,7 @@ void rows(const row_call& c) {
     case op_kind::embedding:
     case op_kind::gather: return pick(c);
     case op_kind::random: return draw(c);
+    case op_kind::concat: return concat(c);
     default: throw error("cpu rows: " + to_string(c.kind) + " is not one of its operators");
   }
 }

@@ -393,6 +393,8 @@ void naive_runner::run_rows(const op_desc& op) {
   if (op.type != out_type)
     throw error(describe(op) + ": its result is " + to_string(out_type) + ", not "
                 + to_string(op.type));
+  if (op.kind == op_kind::concat)
+    return run_concat(op);
   if (family == op_family::index && op.in_type != dtype::int32 && op.in_type != dtype::int64)
     throw error(describe(op) + ": indices are int32 or int64, not " + to_string(op.in_type));
   const uint64_t mk = product(op, op.m, op.k);
@@ -431,6 +433,24 @@ void naive_runner::run_rows(const op_desc& op) {
   if (family == op_family::index && b == nullptr)
     throw error(describe(op) + ": no indices");
   void* out = output(op, op.out, bytes_of(op, out_elems));
+  stream_.rows(make_row_call(op, out, a, b, c));
+}
+
+// concat: rows of a [m, k], b [m, n] and c [m, r] side by side, r what count leaves.
+void naive_runner::run_concat(const op_desc& op) {
+  const uint64_t width = op.m == 0 ? 0 : op.count / op.m;
+  if (op.m != 0 && (op.count % op.m != 0 || op.k > width || op.n > width - op.k))
+    throw error(describe(op) + ": rows of " + std::to_string(op.k) + " and " + std::to_string(op.n)
+                + " do not fit " + std::to_string(op.count) + " elements in " + std::to_string(op.m)
+                + " rows");
+  const uint64_t r = width - op.k - op.n;
+  const void* a = input(op, op.a, bytes_of(op, product(op, op.m, op.k)));
+  const void* b = input(op, op.b, bytes_of(op, product(op, op.m, op.n)));
+  const bool has_c = op.c.id != 0 || op.c.on_host();
+  if (!has_c && r != 0)
+    throw error(describe(op) + ": no third operand for the rest of its rows");
+  const void* c = has_c ? input(op, op.c, bytes_of(op, product(op, op.m, r))) : nullptr;
+  void* out = output(op, op.out, bytes_of(op, op.count));
   stream_.rows(make_row_call(op, out, a, b, c));
 }
 

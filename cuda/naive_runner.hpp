@@ -62,6 +62,8 @@ private:
   void run_rows(const op_desc& op);
   // A matmul with a layout: batched, broadcast, transposed operands (cuda/matmul_call.hpp).
   void run_matmul(const op_desc& op);
+  // concat: rows side by side.
+  void run_concat(const op_desc& op);
   // peer_copy, peer_sum, peer_export, peer_forget.
   void run_peer(const op_desc& op);
   // A peer's operand where it lies; ptr null: its exporter went before it wrote the export.

@@ -232,6 +232,40 @@ __global__ void random_kernel(row_call c) {
     store<T>(c.out, static_cast<int64_t>(e), philox::draw(kind, c.m, c.n + e, lo, hi));
 }
 
+// concat: element e of out is element e of its row in a, b or c, moved as its bits (U: an
+// unsigned integer of the dtype's size).
+template <class U>
+__global__ void concat_kernel(row_call c) {
+  const uint64_t width = c.count / c.m, r = width - c.k - c.n;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t e = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < c.count;
+       e += stride) {
+    const uint64_t row = e / width, col = e % width;
+    U x;
+    if (col < c.k)
+      x = static_cast<const U*>(c.a)[row * c.k + col];
+    else if (col < c.k + c.n)
+      x = static_cast<const U*>(c.b)[row * c.n + col - c.k];
+    else
+      x = static_cast<const U*>(c.c)[row * r + col - c.k - c.n];
+    static_cast<U*>(c.out)[e] = x;
+  }
+}
+
+void launch_concat(const row_call& c, cudaStream_t stream) {
+  if (c.count == 0 || c.m == 0)
+    return;
+  const auto grid =
+    static_cast<unsigned>(std::min<uint64_t>((c.count + threads - 1) / threads, 4096));
+  switch (size_of(c.type)) {
+    case 1: concat_kernel<uint8_t><<<grid, threads, 0, stream>>>(c); break;
+    case 2: concat_kernel<uint16_t><<<grid, threads, 0, stream>>>(c); break;
+    case 4: concat_kernel<uint32_t><<<grid, threads, 0, stream>>>(c); break;
+    default: concat_kernel<unsigned long long><<<grid, threads, 0, stream>>>(c); break;
+  }
+  AG_CUDA_TRY(cudaGetLastError());
+}
+
 template <dtype T>
 void launch(const row_call& c, cudaStream_t stream) {
   switch (c.kind) {
@@ -272,6 +306,8 @@ void launch(const row_call& c, cudaStream_t stream) {
 } // namespace
 
 void rows(const row_call& c, cudaStream_t stream) {
+  if (c.kind == op_kind::concat)
+    return launch_concat(c, stream);
   const dtype values = c.kind == op_kind::embedding || c.kind == op_kind::gather
                            || c.kind == op_kind::random
                          ? c.type

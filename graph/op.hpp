@@ -89,9 +89,12 @@ enum class op_kind : uint8_t {
   // out: count elements of the stream of seed m from element n (graph/philox.hpp): k = 0
   // uniform in [scalar, scalar2), k = 1 normal with mean scalar and deviation scalar2.
   random,
+  // out [m, k + n + r] row by row: a's row [k], b's [n], c's [r] (r = count / m - k - n; c may
+  // be missing when r is 0), a, b and c contiguous, of any dtype.
+  concat,
 };
 
-constexpr std::size_t op_kind_count = 48;
+constexpr std::size_t op_kind_count = 49;
 
 // One entry of a peer_sum's group, as the planner writes it into the store: an operand of a lane,
 // found in this process's peer directory, or (slot != no_offset) exported at that store offset.

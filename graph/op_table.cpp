@@ -59,15 +59,16 @@ constexpr std::array<op_info, op_kind_count> table{{
   {"embedding", F::index, D::floating},
   {"gather", F::index, D::floating},
   {"random", F::random, D::floating},
+  {"concat", F::index, D::any},
 }};
 
 constexpr bool in_order() {
-  const char* last = "random";
-  const char* got = table[static_cast<std::size_t>(op_kind::random)].name;
+  const char* last = "concat";
+  const char* got = table[static_cast<std::size_t>(op_kind::concat)].name;
   for (std::size_t i = 0; last[i] != 0 || got[i] != 0; ++i)
     if (last[i] != got[i])
       return false;
-  return static_cast<std::size_t>(op_kind::random) + 1 == op_kind_count;
+  return static_cast<std::size_t>(op_kind::concat) + 1 == op_kind_count;
 }
 static_assert(in_order(), "the table follows op_kind");
 

@@ -21,7 +21,7 @@ enum class op_family : uint8_t {
   convert,   // cast and clone: out = a, as out's dtype and contiguous
   reduction, // sum, and over one dimension of [m, k, n]: reduce_sum, reduce_mean, reduce_max, argmax
   rows,      // softmax, log_softmax (over [m, k, n]), layer_norm, rms_norm (over rows [m, k])
-  index,     // embedding, gather: rows or elements picked by integer indices
+  index,     // embedding, gather: rows or elements picked by integer indices; concat
   random,    // Philox draws
   matmul,
   transfer,  // copy, upload and the direct transfers

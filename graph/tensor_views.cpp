@@ -4,6 +4,7 @@
 #include <string>
 
 #include "actorgraph/error.hpp"
+#include "actorgraph/ops.hpp"
 #include "actorgraph/tensor.hpp"
 #include "graph/runtime_core.hpp"
 
@@ -93,6 +94,64 @@ tensor tensor::slice(int64_t dim, int64_t start, int64_t end) const {
   shape[d] = bounds.size();
   const shape_t strides = a.element_strides();
   return tensor_node::view(*this, std::move(shape), strides, a.offset + bounds.start * strides[d]);
+}
+
+namespace {
+
+// One concat of up to three tensors of one dtype and device, joined along dim (rows of outer).
+tensor concat(const std::vector<tensor>& parts, std::size_t dim, const shape_t& out_shape) {
+  const auto& first = tensor_node::of(parts.front(), "cat");
+  auto rt = first.live("cat");
+  int64_t outer = 1;
+  for (std::size_t d = 0; d < dim; ++d)
+    outer *= out_shape[d];
+  op_request req;
+  req.kind = op_kind::concat;
+  req.where = first.where;
+  req.type = req.in_type = first.type;
+  req.m = static_cast<uint64_t>(outer);
+  req.count = detail::element_count(out_shape, "cat");
+  operand_id* ids[3] = {&req.a, &req.b, &req.c};
+  uint64_t* widths[2] = {&req.k, &req.n};
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const auto& n = tensor_node::of(parts[i], "cat");
+    *ids[i] = n.id;
+    if (i < 2)
+      *widths[i] = outer == 0 ? 0 : detail::element_count(n.shape, "cat") / static_cast<uint64_t>(outer);
+  }
+  return detail::submit(rt, std::move(req), out_shape);
+}
+
+} // namespace
+
+tensor cat(const std::vector<tensor>& tensors, int64_t dim) {
+  std::vector<shape_t> shapes;
+  for (const auto& t : tensors)
+    shapes.push_back(tensor_node::of(t, "cat").shape);
+  const shape_t out = detail::cat_shape(shapes, dim, "cat");
+  const auto& first = tensor_node::of(tensors.front(), "cat");
+  for (std::size_t i = 1; i < tensors.size(); ++i) {
+    const auto& n = tensor_node::of(tensors[i], "cat");
+    if (n.type != first.type || n.where != first.where || n.runtime.lock() != first.runtime.lock())
+      throw error("cat: tensor " + std::to_string(i) + " (" + tensors[i].str()
+                  + ") does not match tensor 0 (" + tensors.front().str()
+                  + ") in dtype, device or runtime");
+  }
+  const std::size_t d = detail::wrap_dim(dim, out.size(), "cat");
+  if (tensors.size() == 1)
+    return tensors.front();
+  // Three at a time: the result so far and the next two.
+  std::vector<tensor> parts{detail::materialized(tensors[0], "cat")};
+  shape_t joined = tensors[0].shape();
+  for (std::size_t i = 1; i < tensors.size(); ++i) {
+    parts.push_back(detail::materialized(tensors[i], "cat"));
+    joined[d] += tensors[i].shape()[d];
+    if (parts.size() == 3 || i + 1 == tensors.size()) {
+      const tensor t = concat(parts, d, joined);
+      parts = {t};
+    }
+  }
+  return parts.front();
 }
 
 } // namespace ag

@@ -53,6 +53,10 @@ tensor ge(const tensor& x, double y);
 // x where mask is not 0, else y: mask is uint8; x and y share a dtype; all three broadcast.
 tensor where(const tensor& mask, const tensor& x, const tensor& y);
 
+// The tensors joined along dim (negatives count from the end): one dtype and device, equal shapes
+// but along dim. A copy (one operator per three tensors); cat of one tensor is that tensor.
+tensor cat(const std::vector<tensor>& tensors, int64_t dim = 0);
+
 // -- unary ------------------------------------------------------------------------------------------
 tensor neg(const tensor& x);
 tensor abs(const tensor& x);

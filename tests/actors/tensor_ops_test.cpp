@@ -226,3 +226,31 @@ TEST_CASE("a call that does not fit throws naming the operator, the operands and
   CHECK_THROWS_WITH(i.matmul(i), Contains("matmul: takes float32, float16 or bfloat16"));
   CHECK_THROWS_WITH(ag::all_reduce({h}), Contains("all_reduce: takes float32"));
 }
+
+TEST_CASE("cat joins tensors along any dimension, views and empty ones included", "[actors]") {
+  for (bool process : {false, true}) {
+    ag::runtime rt{ag::test::sim_options(process, "sim:0")};
+    for (auto d : {ag::device::cpu(), ag::device::sim(0)}) {
+      INFO((process ? "process" : "thread") << " mode, " << d.str());
+      const auto a = rt.from_vector({2, 3}, iota(6, 0, 1), d);
+      const auto b = rt.from_vector({2, 1}, {10.0f, 11.0f}, d);
+      const auto e = rt.from_vector({2, 0}, std::vector<float>{}, d);
+      const auto c = ag::cat({a, b, e, a.slice(1, 2, 3), b}, 1); // five: two operators
+      CHECK(c.shape() == shape_t{2, 6});
+      CHECK(c.to_vector() == std::vector<float>{0, 1, 2, 10, 2, 10, 3, 4, 5, 11, 5, 11});
+      const auto rows = ag::cat({a, a * 2.0}, 0);
+      CHECK(rows.shape() == shape_t{4, 3});
+      CHECK(rows.to_vector() == std::vector<float>{0, 1, 2, 3, 4, 5, 0, 2, 4, 6, 8, 10});
+      const auto ints = ag::cat({rt.from_vector({2}, std::vector<int64_t>{1, 2}, d),
+                                 rt.from_vector({1}, std::vector<int64_t>{-3}, d)});
+      CHECK(ints.values<int64_t>() == std::vector<int64_t>{1, 2, -3});
+      CHECK(ag::cat({a}, 0).to_vector() == a.to_vector());
+    }
+    const auto x = rt.from_vector({2, 3}, iota(6, 0, 1), ag::device::cpu());
+    CHECK_THROWS_WITH(ag::cat({x, rt.from_vector({3, 3}, iota(9, 0, 1), ag::device::cpu())}, 1),
+                      Contains("cat: tensor 1 of shape [3,3] does not match tensor 0"));
+    CHECK_THROWS_WITH(ag::cat({x, x.astype(dtype::float16)}, 0),
+                      Contains("cat: tensor 1 (float16[2,3] on cpu) does not match"));
+    CHECK_THROWS_WITH(ag::cat({}, 0), Contains("cat: no tensors to join"));
+  }
+}

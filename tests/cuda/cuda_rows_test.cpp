@@ -241,3 +241,39 @@ TEST_CASE("cuBLAS products with transposed, batched and half operands agree with
       }
   }
 }
+
+TEST_CASE("cuda concat moves every row's parts as the cpu one does, in every element size",
+          "[cuda]") {
+  auto s = gpu0();
+  for (dtype t : {dtype::uint8, dtype::bfloat16, dtype::float32, dtype::int64}) {
+    const std::size_t size = ag::size_of(t);
+    const uint64_t m = 37, k = 5, n = 0, r = 11;
+    std::vector<char> a(m * k * size), c(m * r * size);
+    for (std::size_t i = 0; i < a.size(); ++i)
+      a[i] = static_cast<char>(i * 7 + 1);
+    for (std::size_t i = 0; i < c.size(); ++i)
+      c[i] = static_cast<char>(i * 13 + 5);
+    ag::row_call call;
+    call.kind = op_kind::concat;
+    call.type = call.in_type = t;
+    call.m = m;
+    call.k = k;
+    call.n = n;
+    call.count = m * (k + n + r);
+    std::vector<char> want(call.count * size);
+    call.a = a.data();
+    call.b = a.data(); // no columns of b
+    call.c = c.data();
+    call.out = want.data();
+    ag::cpu::rows(call);
+    on_device da(*s, a.data(), a.size()), dc(*s, c.data(), c.size());
+    on_device out(*s, nullptr, want.size());
+    call.a = da.p;
+    call.b = da.p;
+    call.c = dc.p;
+    call.out = out.p;
+    s->rows(call);
+    INFO(ag::to_string(t));
+    CHECK(out.fetch() == want);
+  }
+}
