@@ -186,15 +186,21 @@ std::optional<double> peer_copy_gbps(int dst_device, int src_device, std::size_t
   return median(rates);
 }
 
-std::optional<double> sgemm_tflops(int device, int n, int repeats) {
+namespace {
+
+// n x n products on cuda:device, float32 (SGEMM) or bfloat16 (GemmEx, float32 accumulation), in
+// full FP32 math: TFLOP/s over `repeats` calls after one of warm-up.
+std::optional<double> gemm_tflops(int device, int n, int repeats, bool bf16) {
   if (!usable(device))
     return std::nullopt;
   const auto& api = cublas::get();
   scope s{device};
   const auto elems = std::size_t(n) * std::size_t(n);
-  auto* a = s.alloc<float>(elems);
+  auto* a = s.alloc<float>(elems); // float32 holds either dtype's n x n
   auto* b = s.alloc<float>(elems);
   auto* c = s.alloc<float>(elems);
+  AG_CUDA_TRY(cudaMemsetAsync(a, 0, elems * sizeof(float), s.stream()));
+  AG_CUDA_TRY(cudaMemsetAsync(b, 0, elems * sizeof(float), s.stream()));
   cublasHandle_t h = nullptr;
   AG_CUBLAS_TRY(api.create(&h));
   struct destroy {
@@ -205,7 +211,13 @@ std::optional<double> sgemm_tflops(int device, int n, int repeats) {
   AG_CUBLAS_TRY(api.set_math_mode(h, CUBLAS_DEFAULT_MATH));
   const float one = 1.0f, zero = 0.0f;
   auto gemm = [&] {
-    AG_CUBLAS_TRY(api.sgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, n, a, n, &zero, c, n));
+    if (bf16)
+      AG_CUBLAS_TRY(api.gemm_ex(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, CUDA_R_16BF, n, a,
+                                CUDA_R_16BF, n, &zero, c, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F,
+                                CUBLAS_GEMM_DEFAULT));
+    else
+      AG_CUBLAS_TRY(
+        api.sgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, n, a, n, &zero, c, n));
   };
   gemm();
   s.sync();
@@ -217,39 +229,14 @@ std::optional<double> sgemm_tflops(int device, int n, int repeats) {
   return 2.0 * double(n) * n * n * repeats / seconds * 1e-12;
 }
 
+} // namespace
+
+std::optional<double> sgemm_tflops(int device, int n, int repeats) {
+  return gemm_tflops(device, n, repeats, false);
+}
+
 std::optional<double> bf16_gemm_tflops(int device, int n, int repeats) {
-  if (!usable(device))
-    return std::nullopt;
-  const auto& api = cublas::get();
-  scope s{device};
-  const auto elems = std::size_t(n) * std::size_t(n);
-  auto* a = s.alloc<uint16_t>(elems);
-  auto* b = s.alloc<uint16_t>(elems);
-  auto* c = s.alloc<uint16_t>(elems);
-  AG_CUDA_TRY(cudaMemsetAsync(a, 0, elems * 2, s.stream()));
-  AG_CUDA_TRY(cudaMemsetAsync(b, 0, elems * 2, s.stream()));
-  cublasHandle_t h = nullptr;
-  AG_CUBLAS_TRY(api.create(&h));
-  struct destroy {
-    cublasHandle_t h;
-    ~destroy() { AG_CUBLAS_TRY_NOTHROW(cublas::get().destroy(h)); }
-  } destroyed{h};
-  AG_CUBLAS_TRY(api.set_stream(h, s.stream()));
-  AG_CUBLAS_TRY(api.set_math_mode(h, CUBLAS_DEFAULT_MATH));
-  const float one = 1.0f, zero = 0.0f;
-  auto gemm = [&] {
-    AG_CUBLAS_TRY(api.gemm_ex(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, CUDA_R_16BF, n, a,
-                              CUDA_R_16BF, n, &zero, c, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F,
-                              CUBLAS_GEMM_DEFAULT));
-  };
-  gemm();
-  s.sync();
-  const auto t0 = clock_type::now();
-  for (int i = 0; i < repeats; ++i)
-    gemm();
-  s.sync();
-  const double seconds = us_since(t0) * 1e-6;
-  return 2.0 * double(n) * n * n * repeats / seconds * 1e-12;
+  return gemm_tflops(device, n, repeats, true);
 }
 
 std::optional<double> d2d_copy_gbps(int device, std::size_t bytes, int repeats) {

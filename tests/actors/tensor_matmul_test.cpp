@@ -9,6 +9,7 @@
 #include <actorgraph/actorgraph.hpp>
 
 #include "tests/actors/process_helpers.hpp"
+#include "tests/helpers/dtype_values.hpp"
 
 namespace {
 
@@ -16,15 +17,7 @@ using Catch::Contains;
 using ag::dtype;
 using ag::shape_t;
 
-std::vector<float> values(std::size_t n, uint32_t seed) {
-  std::vector<float> v(n);
-  uint32_t x = seed * 2654435761u + 7;
-  for (auto& e : v) {
-    x = x * 1664525u + 1013904223u;
-    e = static_cast<float>(static_cast<int>(x >> 22) - 512) / 256.0f;
-  }
-  return v;
-}
+std::vector<float> values(std::size_t n, uint32_t seed) { return ag::test::test_floats(n, seed); }
 
 // out[i, j] = sum_p a(i, p) * b(p, j), with a(i, p) and b(p, j) given as functions.
 template <class A, class B>

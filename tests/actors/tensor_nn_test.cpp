@@ -11,6 +11,7 @@
 #include <actorgraph/actorgraph.hpp>
 
 #include "tests/actors/process_helpers.hpp"
+#include "tests/helpers/dtype_values.hpp"
 
 namespace {
 
@@ -18,15 +19,7 @@ using Catch::Contains;
 using ag::dtype;
 using ag::shape_t;
 
-std::vector<float> values(std::size_t n, uint32_t seed) {
-  std::vector<float> v(n);
-  uint32_t x = seed * 2654435761u + 1;
-  for (auto& e : v) {
-    x = x * 1664525u + 1013904223u;
-    e = static_cast<float>(static_cast<int>(x >> 20) - 2048) / 512.0f;
-  }
-  return v;
-}
+std::vector<float> values(std::size_t n, uint32_t seed) { return ag::test::test_floats(n, seed); }
 
 bool close(double got, double want, double tol = 1e-5) {
   return std::fabs(got - want) <= tol * std::max(1.0, std::fabs(want));

@@ -13,6 +13,7 @@
 #include "cuda/cpu_kernels.hpp"
 #include "cuda/elementwise_call.hpp"
 #include "graph/op_table.hpp"
+#include "tests/helpers/dtype_values.hpp"
 
 namespace {
 
@@ -25,75 +26,15 @@ const double inf_v = std::numeric_limits<double>::infinity();
 // Values as a dtype's bytes, and back (as doubles).
 std::vector<char> to_bytes(dtype t, const std::vector<double>& v) {
   std::vector<char> out(v.size() * ag::size_of(t));
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    char* p = out.data() + i * ag::size_of(t);
-    const auto f = static_cast<float>(v[i]);
-    switch (t) {
-      case dtype::float32: std::memcpy(p, &f, 4); break;
-      case dtype::float16: {
-        const ag::half h(f);
-        std::memcpy(p, &h, 2);
-        break;
-      }
-      case dtype::bfloat16: {
-        const ag::bfloat16 h(f);
-        std::memcpy(p, &h, 2);
-        break;
-      }
-      case dtype::int32: {
-        const auto x = static_cast<int32_t>(v[i]);
-        std::memcpy(p, &x, 4);
-        break;
-      }
-      case dtype::int64: {
-        const auto x = static_cast<int64_t>(v[i]);
-        std::memcpy(p, &x, 8);
-        break;
-      }
-      case dtype::uint8: *p = static_cast<char>(static_cast<uint8_t>(v[i])); break;
-    }
-  }
+  for (std::size_t i = 0; i < v.size(); ++i)
+    ag::test::put_value(t, out.data() + i * ag::size_of(t), v[i]);
   return out;
 }
 
 std::vector<double> from_bytes(dtype t, const std::vector<char>& b) {
   std::vector<double> out(b.size() / ag::size_of(t));
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    const char* p = b.data() + i * ag::size_of(t);
-    switch (t) {
-      case dtype::float32: {
-        float f;
-        std::memcpy(&f, p, 4);
-        out[i] = f;
-        break;
-      }
-      case dtype::float16: {
-        ag::half h;
-        std::memcpy(&h, p, 2);
-        out[i] = static_cast<float>(h);
-        break;
-      }
-      case dtype::bfloat16: {
-        ag::bfloat16 h;
-        std::memcpy(&h, p, 2);
-        out[i] = static_cast<float>(h);
-        break;
-      }
-      case dtype::int32: {
-        int32_t x;
-        std::memcpy(&x, p, 4);
-        out[i] = x;
-        break;
-      }
-      case dtype::int64: {
-        int64_t x;
-        std::memcpy(&x, p, 8);
-        out[i] = static_cast<double>(x);
-        break;
-      }
-      case dtype::uint8: out[i] = static_cast<uint8_t>(*p); break;
-    }
-  }
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = ag::test::get_value(t, b.data() + i * ag::size_of(t));
   return out;
 }
 

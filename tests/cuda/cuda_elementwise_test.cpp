@@ -16,6 +16,7 @@
 #include "cuda/elementwise_call.hpp"
 #include "cuda/kernel_stream.hpp"
 #include "graph/op_table.hpp"
+#include "tests/helpers/dtype_values.hpp"
 
 namespace {
 
@@ -40,17 +41,6 @@ std::vector<char> random_elements(dtype t, std::size_t n, uint64_t seed, bool ma
     const float special[] = {std::nanf(""), INFINITY, -INFINITY, 0.0f, -0.0f};
     const float v = rng() % 50 == 0 ? special[rng() % 5] : f;
     switch (t) {
-      case dtype::float32: std::memcpy(p, &v, 4); break;
-      case dtype::float16: {
-        const ag::half h(v);
-        std::memcpy(p, &h, 2);
-        break;
-      }
-      case dtype::bfloat16: {
-        const ag::bfloat16 h(v);
-        std::memcpy(p, &h, 2);
-        break;
-      }
       case dtype::int32: {
         const auto x = static_cast<int32_t>(rng());
         std::memcpy(p, &x, 4);
@@ -62,31 +52,13 @@ std::vector<char> random_elements(dtype t, std::size_t n, uint64_t seed, bool ma
         break;
       }
       case dtype::uint8: *p = static_cast<char>(mask ? rng() % 2 : rng() % 256); break;
+      default: ag::test::put_value(t, p, v); break;
     }
   }
   return out;
 }
 
-double as_double(dtype t, const char* p) {
-  switch (t) {
-    case dtype::float32: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    }
-    case dtype::float16: {
-      ag::half h;
-      std::memcpy(&h, p, 2);
-      return static_cast<float>(h);
-    }
-    case dtype::bfloat16: {
-      ag::bfloat16 h;
-      std::memcpy(&h, p, 2);
-      return static_cast<float>(h);
-    }
-    default: return 0.0;
-  }
-}
+double as_double(dtype t, const char* p) { return ag::test::get_value(t, p); }
 
 bool library_function(op_kind k) {
   switch (k) {
