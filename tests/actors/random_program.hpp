@@ -1,11 +1,13 @@
 // A random operator program over cpu and a runtime's devices: new tensors, elementwise ops (with
 // moves to bring operands together), relu, matmul, sum, moves, collectives over a random group of
 // places (all_reduce, reduce_scatter then all_gather, broadcast), a broadcast of a view, a trip
-// through bfloat16, a comparison's where, and drops, with the CPU reference
+// through bfloat16, a comparison's where, a softmax, a batched matmul summed over a dimension,
+// and drops, with the CPU reference
 // of every live value computed beside it. The same seed gives the same program on any runtime with
 // the same devices, so thread and process mode can be compared bit for bit.
 #pragma once
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <utility>
@@ -42,7 +44,7 @@ inline program_result run_random_program(runtime& rt, uint32_t seed, int steps,
   };
   std::vector<value> pool;
   for (int i = 0; i < steps; ++i) {
-    const std::size_t action = pool.size() < 3 ? 0 : pick(15);
+    const std::size_t action = pool.size() < 3 ? 0 : pick(17);
     if (action == 0) {
       std::vector<float> v(n);
       std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
@@ -147,6 +149,32 @@ inline program_result run_random_program(runtime& rt, uint32_t seed, int steps,
         ref[k] = x.ref[k] > y.ref[k] ? x.ref[k] : -y.ref[k];
       const auto yt = y.t.to(x.t.device());
       pool.push_back({where(gt(x.t, yt), x.t, -yt), std::move(ref)});
+    } else if (action == 15) { // a softmax over the whole vector, as a row
+      auto& x = pool[pick(pool.size())];
+      float top = -INFINITY;
+      for (float e : x.ref)
+        top = std::fmax(top, e);
+      double total = 0.0;
+      for (float e : x.ref)
+        total += std::exp(static_cast<double>(e) - top);
+      std::vector<float> ref(n);
+      for (std::size_t k = 0; k < n; ++k)
+        ref[k] = static_cast<float>(std::exp(static_cast<double>(x.ref[k]) - top) / total);
+      pool.push_back({softmax(x.t.reshape({1, int64_t(n)}), -1).reshape({int64_t(n)}),
+                      std::move(ref)});
+    } else if (action == 16) { // an outer product as a batched matmul, summed over its rows
+      auto& x = pool[pick(pool.size())];
+      auto& y = pool[pick(pool.size())];
+      std::vector<float> ref(n);
+      for (std::size_t j = 0; j < n; ++j) {
+        double acc = 0.0;
+        for (std::size_t i = 0; i < n; ++i)
+          acc += x.ref[i] * y.ref[j];
+        ref[j] = static_cast<float>(acc);
+      }
+      const auto yt = y.t.to(x.t.device());
+      const auto outer = matmul(x.t.reshape({int64_t(n), 1, 1}), yt.reshape({1, 1, int64_t(n)}));
+      pool.push_back({outer.reshape({int64_t(n), int64_t(n)}).sum({0}), std::move(ref)});
     } else {
       pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(pick(pool.size())));
     }
