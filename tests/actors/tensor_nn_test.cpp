@@ -237,3 +237,28 @@ TEST_CASE("reductions and network operators refuse what does not fit, naming it"
   CHECK_THROWS_WITH(ag::cross_entropy(x, rt.from_vector({3}, std::vector<int32_t>{0, 1, 2}, cpu)),
                     Contains("cross_entropy: logits [N, C] and targets [N]"));
 }
+
+TEST_CASE("operators on empty and one-element tensors give empty and one-element results",
+          "[actors]") {
+  for (bool process : {false, true}) {
+    ag::runtime rt{ag::test::sim_options(process, "sim:0")};
+    for (auto d : {ag::device::cpu(), ag::device::sim(0)}) {
+      INFO((process ? "process" : "thread") << " mode, " << d.str());
+      const auto empty = rt.from_vector({0, 4}, std::vector<float>{}, d);
+      CHECK((empty + rt.full({4}, 1.0, d)).to_vector().empty());
+      CHECK(ag::softmax(empty, -1).shape() == shape_t{0, 4});
+      CHECK(ag::softmax(empty, -1).to_vector().empty());
+      CHECK(empty.sum({0}).to_vector() == std::vector<float>{0, 0, 0, 0});
+      CHECK(ag::matmul(rt.full({3, 0}, 1.0, d), rt.full({0, 2}, 1.0, d)).to_vector()
+            == std::vector<float>(6, 0.0f)); // an empty inner product is 0
+      CHECK(ag::cat({empty, empty}, 0).shape() == shape_t{0, 4});
+      const auto one = rt.from_vector({1}, {-2.5f}, d);
+      CHECK(ag::exp(one).to_vector()[0] == std::exp(-2.5f));
+      CHECK(ag::softmax(one, 0).to_vector() == std::vector<float>{1.0f});
+      CHECK(one.argmax(0).values<int64_t>() == std::vector<int64_t>{0});
+      CHECK(ag::layer_norm(one, ag::tensor{}, ag::tensor{}).to_vector() == std::vector<float>{0});
+      CHECK(one.astype(dtype::float16).astype(dtype::int32).values<int32_t>()
+            == std::vector<int32_t>{-2});
+    }
+  }
+}
