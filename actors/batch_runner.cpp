@@ -268,7 +268,7 @@ void batch_runner::execute(const batch& b, bool more_waiting) {
   ops_unconfirmed_ += b.ops.size();
   for (const auto& op : b.ops)
     if (op.kind == op_kind::copy && (op.a.on_host() || op.out.on_host()))
-      host_bytes_unconfirmed_ += op.count * sizeof(float);
+      host_bytes_unconfirmed_ += op.count * size_of(op.type);
   if (failed_at != 0) {
     // What was launched before the failing operator, this batch's first ones included,
     // finishes before anything is acknowledged: the executor frees store ranges on a failure.

@@ -30,18 +30,15 @@ bool writes_only_its_result(op_kind k) {
 
 // Entry e becomes a NaN fill of what it writes: it reads nothing and so waits for nothing (the
 // awaits queued before it are emptied too, planner::empty_awaits_of_stand_ins). The fill covers
-// exactly the operator's result: one element for a sum, m x n for a matmul, the whole store range
-// of a piece copied out to the store, the same piece of a device operand otherwise.
+// exactly the operator's result (count elements of its dtype; one for a sum), the whole store range
+// of a piece copied out to the store, the same piece of a device operand for a piece copied in.
 void make_stand_in(entry& e) {
   auto& op = e.op;
-  if (op.kind == op_kind::sum) {
+  const bool piece = (op.kind == op_kind::copy || op.kind == op_kind::fill) && op.n != 0;
+  if (op.kind == op_kind::sum)
     op.count = 1;
-  } else if (op.kind == op_kind::matmul) {
-    op.count = op.m * op.n;
-    op.m = op.n = 0;
-  } else if (op.n != 0 && op.out.on_host()) {
-    op.m = op.n = 0;
-  }
+  if (!piece || op.out.on_host())
+    op.m = op.n = 0; // m and n say which piece only for pieces; for the rest they are shapes
   op.k = 0;
   op.kind = op_kind::fill;
   op.scalar = std::numeric_limits<double>::quiet_NaN(); // 0 in an integer dtype

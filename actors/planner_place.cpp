@@ -261,7 +261,7 @@ placement planner::compute(uint32_t l, op_request& req) {
   op.scalar2 = req.scalar2;
   op.type = req.type;
   op.in_type = req.in_type;
-  op.layout = std::move(req.layout);
+  op.layout = req.layout; // a copy: req is held and placed again while the store is full
   dependency deps[3]; // the writers of a, b and c (index 0: nothing to wait for)
   for (auto [id, ref, dep] :
        {std::tuple{req.a, &op.a, &deps[0]}, std::tuple{req.b, &op.b, &deps[1]},

@@ -28,12 +28,16 @@ int as_int(int64_t v, const char* what, const std::string& device) {
 
 side layout(int64_t rows, int64_t cols, int64_t along_rows, int64_t along_cols, const char* name,
             const std::string& device) {
-  if (along_rows == 1 && (cols == 1 || along_cols >= rows))
-    return {CUBLAS_OP_N, as_int(cols == 1 ? std::max<int64_t>(rows, 1) : along_cols, "ld", device)};
-  if (along_cols == 1 && (rows == 1 || along_rows >= cols))
-    return {CUBLAS_OP_T, as_int(rows == 1 ? std::max<int64_t>(cols, 1) : along_rows, "ld", device)};
-  if (rows == 1 && cols == 1)
-    return {CUBLAS_OP_N, 1};
+  // One row: element (0, c) at c * along_cols, column-major with ld = along_cols. One column:
+  // element (r, 0) at r * along_rows, the transpose of a one-row matrix.
+  if (rows == 1)
+    return {CUBLAS_OP_N, as_int(std::max<int64_t>(along_cols, 1), "ld", device)};
+  if (cols == 1)
+    return {CUBLAS_OP_T, as_int(std::max<int64_t>(along_rows, 1), "ld", device)};
+  if (along_rows == 1 && along_cols >= rows)
+    return {CUBLAS_OP_N, as_int(along_cols, "ld", device)};
+  if (along_cols == 1 && along_rows >= cols)
+    return {CUBLAS_OP_T, as_int(along_rows, "ld", device)};
   throw error(device + ": matmul operand " + name + " is neither row- nor column-major (strides "
               + std::to_string(along_rows) + ", " + std::to_string(along_cols) + ")");
 }

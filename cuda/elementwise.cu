@@ -32,29 +32,37 @@ __device__ int64_t first_index() {
 }
 __device__ int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
+// Calls below 2^31 elements work out their operands' offsets in 32-bit integers, whose division
+// costs a fraction of a 64-bit one.
+constexpr uint64_t narrow_below = uint64_t{1} << 31;
+
 template <class T>
 __global__ void fill_kernel(T* out, int64_t count, T value) {
   for (int64_t i = first_index(); i < count; i += grid_stride())
     out[i] = value;
 }
 
-// body(out index, a's, b's, c's) for every element.
-template <class Body>
+// body(out index, a's, b's, c's) for every element; Index: uint32_t below narrow_below elements.
+template <class Index, class Body>
 __global__ void walk_kernel(elementwise_call c, Body body) {
-  const auto n = static_cast<int64_t>(c.count);
-  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+  const auto n = static_cast<Index>(c.count);
+  const auto stride = static_cast<Index>(gridDim.x) * blockDim.x;
+  for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const auto e = static_cast<int64_t>(i);
     if (c.rank == 0) {
-      body(c, i, i, i, i);
+      body(c, e, e, e, e);
       continue;
     }
-    int64_t rest = i, off[3] = {0, 0, 0};
+    Index rest = i;
+    int64_t off[3] = {0, 0, 0};
     for (int d = c.rank - 1; d >= 0; --d) {
-      const int64_t at = rest % c.shape[d];
-      rest /= c.shape[d];
+      const auto size = static_cast<Index>(c.shape[d]);
+      const auto at = static_cast<int64_t>(rest % size);
+      rest /= size;
       for (int o = 0; o < 3; ++o)
         off[o] += at * c.strides[o][d];
     }
-    body(c, i, off[0], off[1], off[2]);
+    body(c, e, off[0], off[1], off[2]);
   }
 }
 
@@ -62,7 +70,10 @@ template <class Body>
 void launch(const elementwise_call& c, Body body, cudaStream_t stream) {
   if (c.count == 0)
     return;
-  walk_kernel<<<grid_for(c.count), block_threads, 0, stream>>>(c, body);
+  if (c.count < narrow_below)
+    walk_kernel<uint32_t><<<grid_for(c.count), block_threads, 0, stream>>>(c, body);
+  else
+    walk_kernel<uint64_t><<<grid_for(c.count), block_threads, 0, stream>>>(c, body);
   AG_CUDA_TRY(cudaGetLastError());
 }
 

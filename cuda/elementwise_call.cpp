@@ -92,7 +92,14 @@ elementwise_call make_elementwise_call(const op_desc& op, void* out, const void*
   call.in[1] = b;
   call.in[2] = c;
   call.count = op.count;
+  // An integer operator's scalar becomes an int64 in the kernels: it is brought within range
+  // here (NaN as 0), as a cast would saturate it.
   call.scalar = op.scalar;
+  if (!is_floating(op.in_type))
+    call.scalar = std::isnan(op.scalar)                   ? 0.0
+                  : op.scalar < -9223372036854775808.0    ? -9223372036854775808.0
+                  : op.scalar > 9223372036854774784.0     ? 9223372036854774784.0
+                                                          : op.scalar;
   call.k = op.k;
   const auto& l = op.layout;
   const int dims = static_cast<int>(l.shape.size());
@@ -100,6 +107,10 @@ elementwise_call make_elementwise_call(const op_desc& op, void* out, const void*
     return call;
   // Innermost first: drop size-1 dimensions, merge a dimension into the one inside it when every
   // operand steps over the inner one exactly.
+  const int operands = operand_count(op.kind);
+  // Strides of what the operator does not read (a scalar b, operands past its count) are 0, so
+  // that no value the checks did not look at enters the arithmetic.
+  auto read = [&](int o) { return o < operands && !(o == 1 && b == nullptr); };
   int rank = 0;
   int64_t shape[elementwise_call::max_rank];
   int64_t strides[3][elementwise_call::max_rank];
@@ -109,7 +120,7 @@ elementwise_call make_elementwise_call(const op_desc& op, void* out, const void*
       continue;
     int64_t s[3];
     for (int o = 0; o < 3; ++o)
-      s[o] = l.strides[static_cast<std::size_t>(o * dims + d)];
+      s[o] = read(o) ? l.strides[static_cast<std::size_t>(o * dims + d)] : 0;
     bool merge = rank > 0;
     for (int o = 0; o < 3 && merge; ++o)
       merge = s[o] == strides[o][rank - 1] * shape[rank - 1];
@@ -122,7 +133,6 @@ elementwise_call make_elementwise_call(const op_desc& op, void* out, const void*
       strides[o][rank] = s[o];
     ++rank;
   }
-  const int operands = operand_count(op.kind);
   bool contiguous = rank <= 1; // rank 0: every dimension is 1, one element
   for (int o = 0; o < operands && contiguous && rank == 1; ++o)
     contiguous = strides[o][0] == 1 || (o == 1 && b == nullptr);

@@ -87,6 +87,8 @@ void* naive_runner::piece(const op_desc& op, const operand_ref& ref, bool destin
 }
 
 void naive_runner::run(const op_desc& op) {
+  if (auto why = malformed(op); !why.empty() && op.kind != op_kind::upload) // as decoders do
+    throw error(describe(op) + ": " + why);
   // A kernel reads and writes device memory (or host memory on cpu/sim streams, where the store is
   // the device's memory too); only copy may cross between the store and a CUDA device.
   const bool host_stream = stream_.device().type != device::kind::cuda;
@@ -126,9 +128,14 @@ void naive_runner::run(const op_desc& op) {
     case op_kind::matmul: {
       if (!op.layout.empty())
         return run_matmul(op);
-      const void* a = input(op, op.a, bytes_of(op, product(op, op.m, op.k)));
-      const void* b = input(op, op.b, bytes_of(op, product(op, op.k, op.n)));
+      if (op.m >= (uint64_t{1} << 62) || op.k >= (uint64_t{1} << 62) || op.n >= (uint64_t{1} << 62))
+        throw error(describe(op) + ": matmul dimensions past 2^62");
+      const bool empty = op.m == 0 || op.n == 0; // an empty result reads nothing
+      const void* a = empty ? nullptr : input(op, op.a, bytes_of(op, product(op, op.m, op.k)));
+      const void* b = empty ? nullptr : input(op, op.b, bytes_of(op, product(op, op.k, op.n)));
       void* out = output(op, op.out, bytes_of(op, product(op, op.m, op.n)));
+      if (empty)
+        return;
       stream_.matmul(plain_matmul(op.type, a, b, out, static_cast<int64_t>(op.m),
                                   static_cast<int64_t>(op.k), static_cast<int64_t>(op.n)));
       return;
@@ -321,6 +328,28 @@ uint64_t extent(const op_desc& op, const char* name, int64_t offset, const int64
 
 } // namespace
 
+// Operand ref read as `elements` elements of t (exactly that many with `exact`, at least that many
+// otherwise), at its element `offset` (< elements): ag::error for an operand too small, or for
+// bytes past 2^62.
+const void* naive_runner::strided_input(const op_desc& op, const operand_ref& ref, dtype t,
+                                        uint64_t elements, int64_t offset, bool exact) const {
+  const uint64_t bytes = bytes_of(t, elements, describe(op));
+  const auto size = static_cast<int64_t>(size_of(t));
+  if (elements == 0)
+    offset = 0; // nothing is read: the offset points nowhere
+  if (ref.on_host())
+    return static_cast<const char*>(input(op, ref, static_cast<std::size_t>(bytes)))
+           + offset * size;
+  auto it = operands_.find(ref.id);
+  if (it == operands_.end())
+    throw error(describe(op) + ": operand #" + std::to_string(ref.id) + " is not on "
+                + stream_.device().str());
+  if (it->second.bytes < bytes || (exact && it->second.bytes != bytes))
+    throw error(describe(op) + ": operand #" + std::to_string(ref.id) + " holds "
+                + std::to_string(it->second.bytes) + " bytes, the op reads " + std::to_string(bytes));
+  return static_cast<const char*>(it->second.ptr) + offset * size;
+}
+
 // An elementwise operator: every operand read through the layout must lie within it.
 void naive_runner::run_elementwise(const op_desc& op) {
   const op_info& row = info(op.kind);
@@ -357,26 +386,15 @@ void naive_runner::run_elementwise(const op_desc& op) {
     if (scalar)
       continue;
     const dtype t = o == 0 ? op.in_type : row.family == op_family::select ? op.type : op.in_type;
-    const std::size_t size = size_of(t);
-    const uint64_t elements = dims == 0 ? op.count : extent(op, names[o], offsets[o],
-                                                            l.strides.data() + o * dims);
-    const void* p = nullptr;
-    if (ref.on_host()) {
-      p = input(op, ref, static_cast<std::size_t>(elements) * size);
-    } else {
-      auto it = operands_.find(ref.id);
-      if (it == operands_.end())
-        throw error(describe(op) + ": operand #" + std::to_string(ref.id) + " is not on "
-                    + stream_.device().str());
-      if (it->second.bytes < elements * size || (dims == 0 && it->second.bytes != elements * size))
-        throw error(describe(op) + ": operand #" + std::to_string(ref.id) + " holds "
-                    + std::to_string(it->second.bytes) + " bytes, the op reads "
-                    + std::to_string(elements * size));
-      p = it->second.ptr;
-    }
-    in[o] = static_cast<const char*>(p) + (dims == 0 ? 0 : offsets[o]) * size;
+    if (dims == 0)
+      in[o] = strided_input(op, ref, t, op.count, 0, true);
+    else
+      in[o] = strided_input(op, ref, t, extent(op, names[o], offsets[o], l.strides.data() + o * dims),
+                            offsets[o], false);
   }
   void* out = output(op, op.out, bytes_of(op, op.count));
+  if (op.count == 0)
+    return;
   stream_.elementwise(make_elementwise_call(op, out, in[0], in[1], in[2]));
 }
 
@@ -420,6 +438,10 @@ void naive_runner::run_rows(const op_desc& op) {
   if (op.count != out_elems)
     throw error(describe(op) + ": count " + std::to_string(op.count) + ", its fields make "
                 + std::to_string(out_elems) + " elements");
+  if (out_elems == 0) { // nothing to write (and k or m may be anything): nothing is read
+    output(op, op.out, 0);
+    return;
+  }
   auto operand = [&](const operand_ref& ref, dtype t, uint64_t elements) -> const void* {
     if (ref.id == 0 && !ref.on_host())
       return nullptr;
@@ -439,7 +461,8 @@ void naive_runner::run_rows(const op_desc& op) {
 // concat: rows of a [m, k], b [m, n] and c [m, r] side by side, r what count leaves.
 void naive_runner::run_concat(const op_desc& op) {
   const uint64_t width = op.m == 0 ? 0 : op.count / op.m;
-  if (op.m != 0 && (op.count % op.m != 0 || op.k > width || op.n > width - op.k))
+  if ((op.m == 0 && op.count != 0)
+      || (op.m != 0 && (op.count % op.m != 0 || op.k > width || op.n > width - op.k)))
     throw error(describe(op) + ": rows of " + std::to_string(op.k) + " and " + std::to_string(op.n)
                 + " do not fit " + std::to_string(op.count) + " elements in " + std::to_string(op.m)
                 + " rows");
@@ -451,6 +474,8 @@ void naive_runner::run_concat(const op_desc& op) {
     throw error(describe(op) + ": no third operand for the rest of its rows");
   const void* c = has_c ? input(op, op.c, bytes_of(op, product(op, op.m, r))) : nullptr;
   void* out = output(op, op.out, bytes_of(op, op.count));
+  if (op.count == 0)
+    return;
   stream_.rows(make_row_call(op, out, a, b, c));
 }
 
@@ -468,38 +493,26 @@ void naive_runner::run_matmul(const op_desc& op) {
       || stride(1, dims - 3) != 0)
     throw error(describe(op) + ": its layout does not run over [m, n, k] = [" + std::to_string(op.m)
                 + ", " + std::to_string(op.n) + ", " + std::to_string(op.k) + "]");
-  uint64_t elements = 1;
-  for (std::size_t d = 0; d + 1 < dims; ++d) { // every dimension but k is one of out's
-    if (l.shape[d] < 0)
+  for (int64_t d : l.shape)
+    if (d < 0)
       throw error(describe(op) + ": its layout has a negative dimension");
+  uint64_t elements = 1;
+  for (std::size_t d = 0; d + 1 < dims; ++d) // every dimension but k is one of out's
     elements = product(op, elements, static_cast<uint64_t>(l.shape[d]));
-  }
   if (elements != op.count)
     throw error(describe(op) + ": count " + std::to_string(op.count) + ", its layout makes "
                 + std::to_string(elements));
-  const std::size_t size = size_of(op.type);
   const void* in[2] = {nullptr, nullptr};
   const operand_ref* refs[2] = {&op.a, &op.b};
   const int64_t offsets[2] = {l.a_offset, l.b_offset};
-  for (int o = 0; o < 2; ++o) {
-    const uint64_t reach = extent(op, o == 0 ? "a" : "b", offsets[o], l.strides.data() + o * dims);
-    const operand_ref& ref = *refs[o];
-    const void* p = nullptr;
-    if (ref.on_host()) {
-      p = input(op, ref, static_cast<std::size_t>(reach) * size);
-    } else {
-      auto it = operands_.find(ref.id);
-      if (it == operands_.end())
-        throw error(describe(op) + ": operand #" + std::to_string(ref.id) + " is not on "
-                    + stream_.device().str());
-      if (it->second.bytes < reach * size)
-        throw error(describe(op) + ": operand #" + std::to_string(ref.id) + " holds "
-                    + std::to_string(it->second.bytes) + " bytes, the op reads "
-                    + std::to_string(reach * size));
-      p = it->second.ptr;
-    }
-    in[o] = static_cast<const char*>(p) + offsets[o] * static_cast<int64_t>(size);
+  if (op.count == 0) { // no product reads anything (and k can be anything)
+    output(op, op.out, 0);
+    return;
   }
+  for (int o = 0; o < 2; ++o)
+    in[o] = strided_input(op, *refs[o], op.type,
+                          extent(op, o == 0 ? "a" : "b", offsets[o], l.strides.data() + o * dims),
+                          offsets[o], false);
   void* out = output(op, op.out, bytes_of(op, op.count));
   stream_.matmul(make_matmul_call(op, out, in[0], in[1]));
 }

@@ -64,6 +64,9 @@ private:
   void run_matmul(const op_desc& op);
   // concat: rows side by side.
   void run_concat(const op_desc& op);
+  // An operand of `elements` elements of t (exactly, or at least), at element `offset`.
+  const void* strided_input(const op_desc& op, const operand_ref& ref, dtype t, uint64_t elements,
+                            int64_t offset, bool exact) const;
   // peer_copy, peer_sum, peer_export, peer_forget.
   void run_peer(const op_desc& op);
   // A peer's operand where it lies; ptr null: its exporter went before it wrote the export.

@@ -141,11 +141,49 @@ __global__ void reduce_kernel(row_call c) {
   }
 }
 
+// Rows of up to threads * cached elements are read once, into registers: element j of a row is
+// held by thread j % threads, in the same order as the loops below go, so the bits are theirs.
+constexpr unsigned cached = 16;
+
+template <dtype T>
+__device__ void softmax_in_registers(const row_call& c, uint64_t base) {
+  float v[cached];
+  float top = -INFINITY;
+#pragma unroll
+  for (unsigned t = 0; t < cached; ++t) {
+    const uint64_t j = threadIdx.x + t * blockDim.x;
+    v[t] = j < c.k ? value<T>(c.a, base + j) : -INFINITY;
+    top = fmaxf(top, v[t]);
+  }
+  top = block_combine<true>(top);
+  float total = 0.0f;
+#pragma unroll
+  for (unsigned t = 0; t < cached; ++t)
+    if (threadIdx.x + t * blockDim.x < c.k)
+      total += expf(v[t] - top);
+  total = block_combine<false>(total);
+  const float log_total = logf(total);
+#pragma unroll
+  for (unsigned t = 0; t < cached; ++t) {
+    const uint64_t j = threadIdx.x + t * blockDim.x;
+    if (j < c.k) {
+      const float shifted = v[t] - top;
+      store<T>(c.out, static_cast<int64_t>(base + j),
+               c.kind == op_kind::softmax ? expf(shifted) / total : shifted - log_total);
+    }
+  }
+}
+
 template <dtype T>
 __global__ void softmax_kernel(row_call c) {
+  const bool in_registers = c.n == 1 && c.k <= uint64_t{threads} * cached;
   for (uint64_t line = blockIdx.x; line < c.m * c.n; line += gridDim.x) {
     const uint64_t o = line / c.n, i = line % c.n;
     const uint64_t base = o * c.k * c.n + i;
+    if (in_registers) {
+      softmax_in_registers<T>(c, base);
+      continue;
+    }
     float top = -INFINITY;
     for (uint64_t j = threadIdx.x; j < c.k; j += blockDim.x)
       top = fmaxf(top, value<T>(c.a, base + j * c.n));
@@ -164,11 +202,55 @@ __global__ void softmax_kernel(row_call c) {
 }
 
 template <dtype T>
+__device__ void norm_in_registers(const row_call& c, uint64_t base) {
+  const bool layer = c.kind == op_kind::layer_norm;
+  const float n = static_cast<float>(c.k);
+  float v[cached];
+  float sum = 0.0f, square = 0.0f;
+#pragma unroll
+  for (unsigned t = 0; t < cached; ++t) {
+    const uint64_t j = threadIdx.x + t * blockDim.x;
+    v[t] = j < c.k ? value<T>(c.a, base + j) : 0.0f;
+    sum += v[t];
+    square += v[t] * v[t];
+  }
+  const float mean = block_combine<false>(sum) / n;
+  float var = 0.0f;
+  if (layer) {
+#pragma unroll
+    for (unsigned t = 0; t < cached; ++t)
+      if (threadIdx.x + t * blockDim.x < c.k)
+        var += (v[t] - mean) * (v[t] - mean);
+    var = block_combine<false>(var) / n;
+  } else {
+    var = block_combine<false>(square) / n;
+  }
+  const float scale = rsqrtf(var + static_cast<float>(c.scalar));
+#pragma unroll
+  for (unsigned t = 0; t < cached; ++t) {
+    const uint64_t j = threadIdx.x + t * blockDim.x;
+    if (j < c.k) {
+      float y = (v[t] - (layer ? mean : 0.0f)) * scale;
+      if (c.b)
+        y *= value<T>(c.b, j);
+      if (c.c)
+        y += value<T>(c.c, j);
+      store<T>(c.out, static_cast<int64_t>(base + j), y);
+    }
+  }
+}
+
+template <dtype T>
 __global__ void norm_kernel(row_call c) {
   const bool layer = c.kind == op_kind::layer_norm;
   const float n = static_cast<float>(c.k);
+  const bool in_registers = c.k <= uint64_t{threads} * cached;
   for (uint64_t row = blockIdx.x; row < c.m; row += gridDim.x) {
     const uint64_t base = row * c.k;
+    if (in_registers) {
+      norm_in_registers<T>(c, base);
+      continue;
+    }
     float sum = 0.0f, square = 0.0f;
     for (uint64_t j = threadIdx.x; j < c.k; j += blockDim.x) {
       const float x = value<T>(c.a, base + j);

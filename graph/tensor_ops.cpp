@@ -35,9 +35,9 @@ void check_scalar(const char* name, double s, const tensor& x) {
     throw error(std::string{name} + ": the scalar " + std::to_string(s)
                 + " is not a whole number, and the tensor is " + x.str()
                 + " (astype(float32) first)");
-  if (!is_floating(x.dtype()) && !std::isfinite(s))
+  if (!is_floating(x.dtype()) && !(std::fabs(s) < 9223372036854775808.0))
     throw error(std::string{name} + ": the scalar " + std::to_string(s) + " does not fit "
-                + x.str());
+                + x.str() + " (an integer operator computes in int64)");
 }
 
 // One elementwise operator over xs (one to three tensors; a scalar stands for a missing second

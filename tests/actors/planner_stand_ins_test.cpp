@@ -99,3 +99,60 @@ TEST_CASE("a piece of a tensor tainted after the piece was placed reads as the f
   r.plan.done(sim0, r.plan.lane(sim0).sent, 0);
   CHECK(r.plan.store().live_bytes() == 0);
 }
+
+TEST_CASE("a tainted reduction, softmax or batched matmul on a device lane stands in as a plain "
+          "fill of its whole result",
+          "[planner][faults]") {
+  rig r;
+  moved_from_sim1(r); // #3 on sim:0, waiting for sim:1
+  auto reduce = compute(ag::op_kind::reduce_sum, sim0, 4, 3, 0, 2); // [2, 2, 1] -> [2, 1]
+  reduce.m = 2;
+  reduce.k = 2;
+  reduce.n = 1;
+  r.submit(reduce);
+  auto batched = compute(ag::op_kind::matmul, sim0, 5, 3, 3, 8); // [2] batches of [2,1]x[1,2]
+  batched.m = 2;
+  batched.k = 1;
+  batched.n = 2;
+  batched.layout = {{2, 2, 2, 1}, {2, 1, 0, 1, 2, 0, 1, 1, 0, 0, 0, 0}, 0, 0, 0};
+  r.submit(batched);
+  r.drain();
+  r.plan.failed(sim1, 0, "sim:1: boom");
+  r.drain();
+  for (const auto& op : r.ops_of(sim0)) {
+    if (op.out.id != 4 && op.out.id != 5)
+      continue;
+    INFO(ag::describe(op));
+    CHECK(op.kind == ag::op_kind::fill);
+    CHECK(op.m == 0); // not a piece: the whole result
+    CHECK(op.n == 0);
+    CHECK(op.layout.empty());
+    CHECK(op.count == (op.out.id == 4 ? 2u : 8u));
+  }
+  CHECK_THAT(r.plan.tensor(5)->failure, Contains("boom"));
+}
+
+TEST_CASE("a broadcast on the cpu lane that waits for store room keeps its layout", "[planner]") {
+  rig r{setup_of(1024)}; // four ranges of 256 bytes
+  r.submit(upload(cpu, 1, filled(64, 1.0f)));
+  r.submit(upload(cpu, 3, filled(1, 5.0f)));
+  r.submit(compute(ag::op_kind::relu, cpu, 2, 1, 0, 64)); // not acknowledged yet
+  r.submit(upload(cpu, 6, filled(64, 2.0f)));             // the store is full
+  r.drain();
+  r.plan.release(2); // its range is freed once the cpu lane acknowledges the relu
+  auto add = compute(ag::op_kind::add, cpu, 4, 1, 3, 64); // [64] + [1]: needs a range
+  add.layout = {{64}, {1, 0, 0}, 0, 0, 0};
+  r.submit(add);
+  r.drain();
+  CHECK(r.plan.tensor(4) == nullptr); // held until the range is free
+  r.plan.done(cpu, r.plan.lane(cpu).sent, 0);
+  r.drain();
+  REQUIRE(r.plan.tensor(4) != nullptr);
+  CHECK(r.plan.tensor(4)->failure.empty());
+  const auto ops = r.ops_of(cpu);
+  REQUIRE_FALSE(ops.empty());
+  const auto& placed = ops.back();
+  CHECK(placed.kind == ag::op_kind::add);
+  CHECK(placed.layout.shape == std::vector<int64_t>{64});
+  CHECK(placed.layout.strides == std::vector<int64_t>{1, 0, 0});
+}

@@ -423,3 +423,64 @@ TEST_CASE("pieces fill a device operand from the store and copy it back a slice 
   CHECK_THROWS_WITH(f.runner.run(piece(op_kind::copy, dev(1), dev(2), 0, 1, 6)),
                     Catch::Contains("between the store and a device operand"));
 }
+
+TEST_CASE("an operator whose layout reaches past its operand is refused before anything is read",
+          "[cuda-ref]") {
+  fixture f;
+  f.runner.run(fill(1, 4, 1.0f));
+  // A stride that makes 4-byte elements wrap past 2^64 bytes, and an int64 one past 2^62.
+  op_desc neg = unary(op_kind::neg, dev(2), dev(1), 2);
+  neg.layout = {{2}, {(int64_t{1} << 62) - 1, 0, 0}, 0, 0, 0};
+  CHECK_THROWS_WITH(f.runner.run(neg), Catch::Contains("neg -> #2"));
+  op_desc wide = unary(op_kind::neg, dev(3), dev(1), 3);
+  wide.type = wide.in_type = ag::dtype::int64;
+  wide.layout = {{3}, {int64_t{1} << 60, 0, 0}, 0, 0, 0};
+  CHECK_THROWS_WITH(f.runner.run(wide), Catch::Contains("too many") || Catch::Contains("past"));
+  // One element too far: the operand holds 4 floats, the layout reads element 4.
+  op_desc far = binary(op_kind::add, dev(4), dev(1), dev(1), 2);
+  far.layout = {{2}, {1, 1, 0}, 3, 0, 0};
+  CHECK_THROWS_WITH(f.runner.run(far), Catch::Contains("holds 16 bytes, the op reads 20"));
+  // Strides of an operand the operator does not read are not looked at, and do no harm.
+  op_desc scalar = binary(op_kind::mul, dev(5), dev(1), operand_ref{}, 4);
+  scalar.scalar = 2.0;
+  scalar.layout = {{4}, {1, INT64_MAX, INT64_MIN}, 0, INT64_MAX, 0};
+  f.runner.run(scalar);
+  CHECK(f.runner.live_operands() == 2);
+  // A rank beyond 8 is refused even from a batch that never went through a decoder.
+  op_desc deep = unary(op_kind::neg, dev(6), dev(1), 1);
+  deep.layout.shape.assign(9, 1);
+  deep.layout.strides.assign(27, 0);
+  CHECK_THROWS_WITH(f.runner.run(deep), Catch::Contains("a layout of 9 dimensions"));
+}
+
+TEST_CASE("empty matmuls, reductions and concats read nothing, whatever their other fields say",
+          "[cuda-ref]") {
+  fixture f;
+  f.runner.run(fill(1, 4, 1.0f));
+  // A batched matmul with n = 0 and an offset far outside a: nothing is read.
+  op_desc mm = matmul(dev(2), dev(1), dev(1), 1, 1000, 0);
+  mm.layout = {{1, 0, 1000}, {0, 0, 1, 0, 0, 1, 0, 0, 0}, int64_t{1} << 40, 0, 0};
+  mm.count = 0;
+  f.runner.run(mm);
+  // A plain one with m = 0 and a huge n.
+  f.runner.run(matmul(dev(3), dev(1), dev(1), 0, 0, uint64_t{1} << 40));
+  CHECK_THROWS_WITH(f.runner.run(matmul(dev(4), dev(1), dev(1), 1, 1, uint64_t{1} << 63)),
+                    Catch::Contains("past 2^62"));
+  // A concat of no rows must have no elements.
+  op_desc cat;
+  cat.kind = op_kind::concat;
+  cat.out = dev(5);
+  cat.a = dev(1);
+  cat.b = dev(1);
+  cat.count = 4;
+  CHECK_THROWS_WITH(f.runner.run(cat), Catch::Contains("do not fit 4 elements in 0 rows"));
+  // A softmax over rows of 0 elements writes nothing, for any number of rows.
+  op_desc soft;
+  soft.kind = op_kind::softmax;
+  soft.out = dev(6);
+  soft.a = dev(1);
+  soft.m = uint64_t{1} << 40;
+  soft.n = 1;
+  f.runner.run(soft);
+  f.stream->synchronize();
+}
