@@ -133,20 +133,27 @@ struct convert_body {
   }
 };
 
-// A contiguous operator whose operands and result share a dtype, 16 bytes of each at a time (the
-// widest load a thread issues), the tail element by element; body as walk_kernel's. Every
-// pointer is 16-byte aligned (vector_ready).
+// An operator whose operands and result share a dtype, 16 bytes of each at a time (the widest
+// load a thread issues): contiguous (rank 0; the tail element by element), or rows (rank 2) that
+// every operand reads contiguously along, each row starting 16-byte aligned (a bias add: b's rows
+// all the same row). body as walk_kernel's; vector_ready says when.
 template <dtype T, class Body>
 __global__ void vector_kernel(elementwise_call c, Body body) {
   using S = typename storage<T>::type;
   constexpr int lanes = 16 / sizeof(S);
   const auto n = static_cast<int64_t>(c.count);
   const int64_t chunks = n / lanes;
+  const int64_t per_row = c.rank == 2 ? c.shape[1] / lanes : 1;
   for (int64_t j = first_index(); j < chunks; j += grid_stride()) {
-    // Each lane's element is element j * lanes + l: the body reads and writes it through c's
-    // pointers, which the compiler turns into the same 16-byte transactions per warp.
-    uint4 a = reinterpret_cast<const uint4*>(c.in[0])[j];
-    uint4 b = c.in[1] ? reinterpret_cast<const uint4*>(c.in[1])[j] : uint4{};
+    int64_t at[2] = {j * lanes, j * lanes};
+    if (c.rank == 2) {
+      const int64_t row = j / per_row, col = (j % per_row) * lanes;
+      at[0] = row * c.strides[0][0] + col;
+      at[1] = row * c.strides[1][0] + col;
+    }
+    const uint4 a = *reinterpret_cast<const uint4*>(static_cast<const S*>(c.in[0]) + at[0]);
+    const uint4 b =
+      c.in[1] ? *reinterpret_cast<const uint4*>(static_cast<const S*>(c.in[1]) + at[1]) : uint4{};
     uint4 out;
     const S* av = reinterpret_cast<const S*>(&a);
     const S* bv = reinterpret_cast<const S*>(&b);
@@ -156,14 +163,25 @@ __global__ void vector_kernel(elementwise_call c, Body body) {
       ov[l] = body.one(c, storage<T>::load(av[l]), storage<T>::load(bv[l]));
     reinterpret_cast<uint4*>(c.out)[j] = out;
   }
-  for (int64_t i = chunks * lanes + first_index(); i < n; i += grid_stride())
-    body(c, i, i, i, i);
+  if (c.rank == 0)
+    for (int64_t i = chunks * lanes + first_index(); i < n; i += grid_stride())
+      body(c, i, i, i, i);
 }
 
-bool vector_ready(const elementwise_call& c) {
+// Whether vector_kernel can run c, whose elements are `size` bytes.
+bool vector_ready(const elementwise_call& c, std::size_t size) {
+  const int64_t lanes = static_cast<int64_t>(16 / size);
   auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-  return c.rank == 0 && aligned(c.out) && aligned(c.in[0])
-         && (c.in[1] == nullptr || aligned(c.in[1]));
+  if (!aligned(c.out) || !aligned(c.in[0]) || (c.in[1] != nullptr && !aligned(c.in[1])))
+    return false;
+  if (c.rank == 0)
+    return true;
+  if (c.rank != 2 || c.shape[1] % lanes != 0)
+    return false;
+  for (int o = 0; o < 2; ++o)
+    if ((o == 0 || c.in[1] != nullptr) && (c.strides[o][1] != 1 || c.strides[o][0] % lanes != 0))
+      return false;
+  return true;
 }
 
 template <dtype T, class Body>
@@ -180,7 +198,7 @@ template <dtype In, class F>
 void math_launch(const elementwise_call& c, F f, bool unary, cudaStream_t stream) {
   using C = math::compute_t<In>;
   constexpr bool typed = std::is_same_v<C, float> || math::takes_integers<F::kind>;
-  const bool vector = vector_ready(c);
+  const bool vector = vector_ready(c, sizeof(typename storage<In>::type));
   if constexpr (typed && std::is_invocable_v<F, C>) {
     if (unary)
       return vector ? launch_vector<In>(c, unary_body<In, F>{f}, stream)

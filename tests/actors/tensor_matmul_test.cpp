@@ -43,7 +43,7 @@ void check_close(const std::vector<float>& got, const std::vector<double>& want,
 } // namespace
 
 TEST_CASE("matmul of matrices, transposed views, vectors and broadcast batches matches plain loops",
-          "[actors]") {
+          "[ops]") {
   for (bool process : {false, true}) {
     ag::runtime rt{ag::test::sim_options(process, "sim:0")};
     for (auto d : {ag::device::cpu(), ag::device::sim(0)}) {
@@ -115,7 +115,7 @@ TEST_CASE("matmul of matrices, transposed views, vectors and broadcast batches m
   }
 }
 
-TEST_CASE("float16 and bfloat16 matmul accumulates in float32 and rounds once", "[actors]") {
+TEST_CASE("float16 and bfloat16 matmul accumulates in float32 and rounds once", "[ops]") {
   ag::runtime rt{ag::test::sim_options(false, "sim:0")};
   for (dtype t : {dtype::float16, dtype::bfloat16}) {
     for (auto d : {ag::device::cpu(), ag::device::sim(0)}) {

@@ -27,7 +27,7 @@ bool close(double got, double want, double tol = 1e-5) {
 
 } // namespace
 
-TEST_CASE("sums, means, maxima and argmax over any dimensions match plain loops", "[actors]") {
+TEST_CASE("sums, means, maxima and argmax over any dimensions match plain loops", "[ops]") {
   for (bool process : {false, true}) {
     ag::runtime rt{ag::test::sim_options(process, "sim:0")};
     for (auto d : {ag::device::cpu(), ag::device::sim(0)}) {
@@ -86,7 +86,7 @@ TEST_CASE("sums, means, maxima and argmax over any dimensions match plain loops"
 }
 
 TEST_CASE("softmax, log_softmax, layer_norm, rms_norm match plain loops and agree across modes",
-          "[actors]") {
+          "[ops]") {
   std::vector<std::vector<float>> got[2];
   for (bool process : {false, true}) {
     ag::runtime rt{ag::test::sim_options(process, "sim:0")};
@@ -144,7 +144,7 @@ TEST_CASE("softmax, log_softmax, layer_norm, rms_norm match plain loops and agre
     CHECK(std::memcmp(got[0][i].data(), got[1][i].data(), got[0][i].size() * sizeof(float)) == 0);
 }
 
-TEST_CASE("embedding picks rows, cross_entropy is the mean negative log-likelihood", "[actors]") {
+TEST_CASE("embedding picks rows, cross_entropy is the mean negative log-likelihood", "[ops]") {
   for (bool process : {false, true}) {
     ag::runtime rt{ag::test::sim_options(process, "sim:0")};
     for (auto d : {ag::device::cpu(), ag::device::sim(0)}) {
@@ -181,7 +181,7 @@ TEST_CASE("embedding picks rows, cross_entropy is the mean negative log-likeliho
 }
 
 TEST_CASE("an index out of range fails its operator naming the index, and its device with it",
-          "[actors]") {
+          "[ops]") {
   for (bool process : {false, true}) {
     ag::runtime rt{ag::test::sim_options(process, "sim:0")};
     const auto d = ag::device::sim(0);
@@ -195,7 +195,7 @@ TEST_CASE("an index out of range fails its operator naming the index, and its de
   }
 }
 
-TEST_CASE("random tensors are the same bits on every device and in either mode", "[actors]") {
+TEST_CASE("random tensors are the same bits on every device and in either mode", "[ops]") {
   std::vector<float> first;
   for (bool process : {false, true}) {
     ag::runtime rt{ag::test::sim_options(process, "sim:0")};
@@ -223,7 +223,7 @@ TEST_CASE("random tensors are the same bits on every device and in either mode",
   }
 }
 
-TEST_CASE("reductions and network operators refuse what does not fit, naming it", "[actors]") {
+TEST_CASE("reductions and network operators refuse what does not fit, naming it", "[ops]") {
   ag::runtime rt{ag::test::sim_options(false, "sim:0")};
   const auto cpu = ag::device::cpu();
   const auto x = rt.from_vector({2, 3}, values(6, 7), cpu);
@@ -239,7 +239,7 @@ TEST_CASE("reductions and network operators refuse what does not fit, naming it"
 }
 
 TEST_CASE("operators on empty and one-element tensors give empty and one-element results",
-          "[actors]") {
+          "[ops]") {
   for (bool process : {false, true}) {
     ag::runtime rt{ag::test::sim_options(process, "sim:0")};
     for (auto d : {ag::device::cpu(), ag::device::sim(0)}) {

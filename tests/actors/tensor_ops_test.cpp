@@ -33,7 +33,7 @@ std::vector<ag::device> places() {
 } // namespace
 
 TEST_CASE("values of every dtype go in and come back exactly, and to_vector gives floats",
-          "[actors]") {
+          "[ops]") {
   for (bool process : {false, true}) {
     ag::runtime rt{ag::test::sim_options(process)};
     for (auto d : places()) {
@@ -74,7 +74,7 @@ TEST_CASE("values of every dtype go in and come back exactly, and to_vector give
 }
 
 TEST_CASE("a bias add broadcasts, scalars stand on either side, and both modes agree bit for bit",
-          "[actors]") {
+          "[ops]") {
   std::vector<std::vector<float>> results[2];
   for (bool process : {false, true}) {
     ag::runtime rt{ag::test::sim_options(process)};
@@ -115,7 +115,7 @@ TEST_CASE("a bias add broadcasts, scalars stand on either side, and both modes a
 }
 
 TEST_CASE("views read their base's elements without a copy, and a view of a view too",
-          "[actors]") {
+          "[ops]") {
   for (bool process : {false, true}) {
     ag::runtime rt{ag::test::sim_options(process)};
     for (auto d : places()) {
@@ -167,7 +167,7 @@ TEST_CASE("views read their base's elements without a copy, and a view of a view
   }
 }
 
-TEST_CASE("comparisons give uint8 masks and where picks by them", "[actors]") {
+TEST_CASE("comparisons give uint8 masks and where picks by them", "[ops]") {
   for (bool process : {false, true}) {
     ag::runtime rt{ag::test::sim_options(process, "sim:0")};
     for (auto d : {ag::device::cpu(), ag::device::sim(0)}) {
@@ -198,7 +198,7 @@ TEST_CASE("comparisons give uint8 masks and where picks by them", "[actors]") {
 }
 
 TEST_CASE("a call that does not fit throws naming the operator, the operands and what is wrong",
-          "[actors]") {
+          "[ops]") {
   ag::runtime rt{ag::test::sim_options(false, "sim:0")};
   const auto cpu = ag::device::cpu();
   const auto x = rt.from_vector({2, 3}, iota(6, 0, 1), cpu);
@@ -227,7 +227,7 @@ TEST_CASE("a call that does not fit throws naming the operator, the operands and
   CHECK_THROWS_WITH(ag::all_reduce({h}), Contains("all_reduce: takes float32"));
 }
 
-TEST_CASE("cat joins tensors along any dimension, views and empty ones included", "[actors]") {
+TEST_CASE("cat joins tensors along any dimension, views and empty ones included", "[ops]") {
   for (bool process : {false, true}) {
     ag::runtime rt{ag::test::sim_options(process, "sim:0")};
     for (auto d : {ag::device::cpu(), ag::device::sim(0)}) {

@@ -87,6 +87,7 @@ std::vector<layout_case> layouts(std::size_t n) {
   return {
     {"contiguous", {}, {}, n, n, n},
     {"bias", {37, 29}, {29, 1, 0, 1, 29, 1}, 37 * 29, 29, 37 * 29},
+    {"bias in vectors", {37, 64}, {64, 1, 0, 1, 64, 1}, 37 * 64, 64, 37 * 64},
     {"transposed", {29, 37}, {1, 29, 1, 0, 37, 1}, 37 * 29, 29, 37 * 29},
     {"scalar-like", {1031}, {1, 0, 1}, 1031, 1, 1031},
   };
