@@ -147,29 +147,33 @@ constexpr unsigned cached = 16;
 
 template <dtype T>
 __device__ void softmax_in_registers(const row_call& c, uint64_t base) {
+  using S = typename storage<T>::type;
+  const S* in = static_cast<const S*>(c.a) + base; // the row, indexed in 32 bits
+  S* out = static_cast<S*>(c.out) + base;
+  const auto k = static_cast<unsigned>(c.k);
   float v[cached];
   float top = -INFINITY;
 #pragma unroll
   for (unsigned t = 0; t < cached; ++t) {
-    const uint64_t j = threadIdx.x + t * blockDim.x;
-    v[t] = j < c.k ? value<T>(c.a, base + j) : -INFINITY;
+    const unsigned j = threadIdx.x + t * threads;
+    v[t] = j < k ? storage<T>::load(in[j]) : -INFINITY;
     top = fmaxf(top, v[t]);
   }
   top = block_combine<true>(top);
   float total = 0.0f;
 #pragma unroll
   for (unsigned t = 0; t < cached; ++t)
-    if (threadIdx.x + t * blockDim.x < c.k)
+    if (threadIdx.x + t * threads < k)
       total += expf(v[t] - top);
   total = block_combine<false>(total);
   const float log_total = logf(total);
+  const bool soft = c.kind == op_kind::softmax;
 #pragma unroll
   for (unsigned t = 0; t < cached; ++t) {
-    const uint64_t j = threadIdx.x + t * blockDim.x;
-    if (j < c.k) {
+    const unsigned j = threadIdx.x + t * threads;
+    if (j < k) {
       const float shifted = v[t] - top;
-      store<T>(c.out, static_cast<int64_t>(base + j),
-               c.kind == op_kind::softmax ? expf(shifted) / total : shifted - log_total);
+      out[j] = storage<T>::store(soft ? expf(shifted) / total : shifted - log_total);
     }
   }
 }
@@ -203,14 +207,20 @@ __global__ void softmax_kernel(row_call c) {
 
 template <dtype T>
 __device__ void norm_in_registers(const row_call& c, uint64_t base) {
+  using S = typename storage<T>::type;
+  const S* in = static_cast<const S*>(c.a) + base; // the row, indexed in 32 bits
+  S* out = static_cast<S*>(c.out) + base;
+  const auto* weight = static_cast<const S*>(c.b);
+  const auto* bias = static_cast<const S*>(c.c);
+  const auto k = static_cast<unsigned>(c.k);
   const bool layer = c.kind == op_kind::layer_norm;
   const float n = static_cast<float>(c.k);
   float v[cached];
   float sum = 0.0f, square = 0.0f;
 #pragma unroll
   for (unsigned t = 0; t < cached; ++t) {
-    const uint64_t j = threadIdx.x + t * blockDim.x;
-    v[t] = j < c.k ? value<T>(c.a, base + j) : 0.0f;
+    const unsigned j = threadIdx.x + t * threads;
+    v[t] = j < k ? storage<T>::load(in[j]) : 0.0f;
     sum += v[t];
     square += v[t] * v[t];
   }
@@ -219,7 +229,7 @@ __device__ void norm_in_registers(const row_call& c, uint64_t base) {
   if (layer) {
 #pragma unroll
     for (unsigned t = 0; t < cached; ++t)
-      if (threadIdx.x + t * blockDim.x < c.k)
+      if (threadIdx.x + t * threads < k)
         var += (v[t] - mean) * (v[t] - mean);
     var = block_combine<false>(var) / n;
   } else {
@@ -228,14 +238,14 @@ __device__ void norm_in_registers(const row_call& c, uint64_t base) {
   const float scale = rsqrtf(var + static_cast<float>(c.scalar));
 #pragma unroll
   for (unsigned t = 0; t < cached; ++t) {
-    const uint64_t j = threadIdx.x + t * blockDim.x;
-    if (j < c.k) {
+    const unsigned j = threadIdx.x + t * threads;
+    if (j < k) {
       float y = (v[t] - (layer ? mean : 0.0f)) * scale;
-      if (c.b)
-        y *= value<T>(c.b, j);
-      if (c.c)
-        y += value<T>(c.c, j);
-      store<T>(c.out, static_cast<int64_t>(base + j), y);
+      if (weight)
+        y *= storage<T>::load(weight[j]);
+      if (bias)
+        y += storage<T>::load(bias[j]);
+      out[j] = storage<T>::store(y);
     }
   }
 }
