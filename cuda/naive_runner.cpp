@@ -18,13 +18,16 @@ namespace {
 // What a read of an exporter that went writes: the controller taints the result with the failure.
 const double lost_value = std::numeric_limits<double>::quiet_NaN();
 
-// count elements of op.type in bytes, or an error for counts no memory could hold.
-std::size_t bytes_of(const op_desc& op, uint64_t count) {
-  const std::size_t size = size_of(op.type);
+// count elements of t in bytes, or an error for counts no memory could hold (its words are made
+// only then: this is on every operator's path).
+std::size_t bytes_of(const op_desc& op, dtype t, uint64_t count) {
+  const std::size_t size = size_of(t);
   if (size == 0 || count > std::numeric_limits<std::size_t>::max() / (2 * size))
     throw error(describe(op) + ": element count " + std::to_string(count) + " is too large");
   return static_cast<std::size_t>(count) * size;
 }
+
+std::size_t bytes_of(const op_desc& op, uint64_t count) { return bytes_of(op, op.type, count); }
 
 uint64_t product(const op_desc& op, uint64_t x, uint64_t y) {
   if (x != 0 && y > std::numeric_limits<uint64_t>::max() / x)
@@ -333,7 +336,7 @@ uint64_t extent(const op_desc& op, const char* name, int64_t offset, const int64
 // bytes past 2^62.
 const void* naive_runner::strided_input(const op_desc& op, const operand_ref& ref, dtype t,
                                         uint64_t elements, int64_t offset, bool exact) const {
-  const uint64_t bytes = bytes_of(t, elements, describe(op));
+  const uint64_t bytes = bytes_of(op, t, elements);
   const auto size = static_cast<int64_t>(size_of(t));
   if (elements == 0)
     offset = 0; // nothing is read: the offset points nowhere
@@ -445,9 +448,7 @@ void naive_runner::run_rows(const op_desc& op) {
   auto operand = [&](const operand_ref& ref, dtype t, uint64_t elements) -> const void* {
     if (ref.id == 0 && !ref.on_host())
       return nullptr;
-    op_desc sized = op;
-    sized.type = t;
-    return input(op, ref, bytes_of(sized, elements));
+    return input(op, ref, bytes_of(op, t, elements));
   };
   const void* a = family == op_family::random ? nullptr : operand(op.a, values, a_elems);
   const void* b = operand(op.b, family == op_family::index ? op.in_type : values, b_elems);

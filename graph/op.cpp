@@ -10,12 +10,13 @@ std::string to_string(op_kind k) {
   return i < op_kind_count ? info(k).name : "op#" + std::to_string(i);
 }
 
-uint64_t bytes_of(dtype t, uint64_t count, const std::string& what) {
+uint64_t bytes_of(dtype t, uint64_t count, const char* what) {
   const uint64_t size = size_of(t);
   if (size == 0)
-    throw error(what + ": dtype #" + std::to_string(static_cast<int>(t)) + " does not exist");
+    throw error(std::string{what} + ": dtype #" + std::to_string(static_cast<int>(t))
+                + " does not exist");
   if (count > (uint64_t{1} << 62) / size)
-    throw error(what + ": " + std::to_string(count) + " elements of " + to_string(t)
+    throw error(std::string{what} + ": " + std::to_string(count) + " elements of " + to_string(t)
                 + " are too many");
   return count * size;
 }
@@ -32,6 +33,8 @@ std::string malformed(const op_desc& op) {
            + " dimensions and " + std::to_string(l.strides.size()) + " strides";
   return {};
 }
+
+uint64_t op_request::bytes() const { return bytes_of(type, out_elements(), info(kind).name); }
 
 namespace {
 

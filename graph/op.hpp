@@ -209,7 +209,7 @@ typename Inspector::result_type inspect(Inspector& f, op_desc& x) {
 std::string malformed(const op_desc& op);
 
 // Bytes of `count` elements of t; ag::error naming `what` when they would pass 2^62.
-uint64_t bytes_of(dtype t, uint64_t count, const std::string& what);
+uint64_t bytes_of(dtype t, uint64_t count, const char* what);
 
 // "matmul #7 (a=#5, b=#6)" for error messages.
 std::string describe(const op_desc& op);
@@ -232,7 +232,7 @@ struct op_request {
   std::vector<char> data; // upload only: count elements of type, as bytes
 
   // Bytes of the result.
-  uint64_t bytes() const { return bytes_of(type, out_elements(), to_string(kind)); }
+  uint64_t bytes() const;
   uint64_t out_elements() const noexcept {
     return kind == op_kind::sum ? 1 : count;
   }

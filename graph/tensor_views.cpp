@@ -26,10 +26,10 @@ tensor convert(const tensor& x, dtype type, op_kind kind) {
   req.in_type = a.type;
   req.a = a.id;
   req.count = detail::element_count(a.shape, what);
-  if (!a.whole()) {
-    req.layout.shape = a.shape.empty() ? shape_t{1} : a.shape;
-    req.layout.strides = a.strides.empty() ? shape_t{1} : a.strides;
-    req.layout.strides.resize(3 * req.layout.shape.size(), 0);
+  if (!a.whole()) { // a view: at least one dimension, its strides (b's and c's are 0)
+    req.layout.shape = a.shape;
+    req.layout.strides = a.strides;
+    req.layout.strides.resize(3 * a.shape.size(), 0);
     req.layout.a_offset = a.offset;
   }
   return detail::submit(rt, std::move(req), a.shape);
