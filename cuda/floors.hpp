@@ -33,11 +33,12 @@ std::optional<double> h2d_registered_gbps(int device, std::size_t bytes, int rep
 std::optional<double> peer_copy_gbps(int dst_device, int src_device, std::size_t bytes,
                                      int repeats);
 
-// Row-major n x n SGEMM (full FP32, as actorgraph runs it): TFLOP/s over `repeats` calls.
+// Row-major n x n SGEMM (full FP32, as actorgraph runs it): TFLOP/s over `repeats` calls, on
+// values uniform in [-1, 1) (zeros run faster than any data).
 std::optional<double> sgemm_tflops(int device, int n, int repeats);
 
 // n x n cublasGemmEx of bfloat16 operands accumulating in float32 (CUBLAS_COMPUTE_32F, as
-// actorgraph runs it): TFLOP/s over `repeats` calls.
+// actorgraph runs it): TFLOP/s over `repeats` calls, on values uniform in [-1, 1).
 std::optional<double> bf16_gemm_tflops(int device, int n, int repeats);
 
 // cudaMemcpyAsync of `bytes` between two buffers of one GPU: bytes read and written (2 x bytes)

@@ -1,23 +1,24 @@
-// The CUDA kernels of the reductions, softmaxes, norms, index and random operators, twins of
-// cpu_rows.cpp: one block per line of [m, k, n] (or per row), threads striding along it, sums in
-// float combined in a fixed order (shuffles within warps, then across them), so every run gives
-// the same bits.
+// The CUDA kernels of the reductions, index, random and concat operators, twins of cpu_rows.cpp,
+// and the rows family's dispatch (the normalisations are softmax_norm.cu's): a reduction takes one
+// block per line of [m, k, n], threads striding along it, sums in float combined by CUB's block
+// reduction (block_reduce.cuh), a fixed tree, so every run gives the same bits.
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "actorgraph/error.hpp"
 #include "cuda/cuda_error.hpp"
+#include "cuda/block_reduce.cuh"
 #include "cuda/cuda_kernels.cuh"
 #include "cuda/device_values.cuh"
+#include "cuda/row_kernels.cuh"
 #include "graph/philox.hpp"
 
 namespace ag::cuda {
 
 namespace {
 
-constexpr unsigned threads = 256;
-constexpr unsigned warps = threads / 32;
+constexpr unsigned threads = row_threads;
 // Lines beyond this many blocks are taken by the blocks in turn.
 constexpr uint64_t max_blocks = 65535;
 
@@ -31,262 +32,34 @@ __device__ float value(const void* p, uint64_t i) {
   return load<T>(p, static_cast<int64_t>(i));
 }
 
-// The block's combination of v (sum, or max with NaN first) in thread 0... and in every thread.
-template <bool Max>
-__device__ float block_combine(float v) {
-  __shared__ float partial[warps];
-  __shared__ float result;
-  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  auto combine = [](float x, float y) {
-    if (!Max)
-      return x + y;
-    return isnan(x) ? x : isnan(y) ? y : fmaxf(x, y);
-  };
-  for (unsigned d = 16; d > 0; d /= 2)
-    v = combine(v, __shfl_down_sync(0xffffffffu, v, d));
-  if (lane == 0)
-    partial[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < warps ? partial[lane] : (Max ? -INFINITY : 0.0f);
-    for (unsigned d = 16; d > 0; d /= 2)
-      v = combine(v, __shfl_down_sync(0xffffffffu, v, d));
-    if (lane == 0)
-      result = v;
-  }
-  __syncthreads();
-  const float r = result;
-  __syncthreads(); // result may be written again by the next combine
-  return r;
-}
-
-// argmax: the first NaN, else the first of the largest; (value, index) pairs.
-__device__ bool better(float x, int64_t i, float y, int64_t j) {
-  if (isnan(x) != isnan(y))
-    return isnan(x);
-  if (isnan(x))
-    return i < j;
-  return x > y || (x == y && i < j);
-}
-
-__device__ int64_t block_argmax(float v, int64_t at) {
-  __shared__ float values[warps];
-  __shared__ int64_t indices[warps];
-  __shared__ int64_t result;
-  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  for (unsigned d = 16; d > 0; d /= 2) {
-    const float ov = __shfl_down_sync(0xffffffffu, v, d);
-    const int64_t oi = __shfl_down_sync(0xffffffffu, at, d);
-    if (better(ov, oi, v, at)) {
-      v = ov;
-      at = oi;
-    }
-  }
-  if (lane == 0) {
-    values[warp] = v;
-    indices[warp] = at;
-  }
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < warps ? values[lane] : -INFINITY;
-    at = lane < warps ? indices[lane] : INT64_MAX;
-    for (unsigned d = 16; d > 0; d /= 2) {
-      const float ov = __shfl_down_sync(0xffffffffu, v, d);
-      const int64_t oi = __shfl_down_sync(0xffffffffu, at, d);
-      if (better(ov, oi, v, at)) {
-        v = ov;
-        at = oi;
-      }
-    }
-    if (lane == 0)
-      result = at;
-  }
-  __syncthreads();
-  const int64_t r = result;
-  __syncthreads();
-  return r;
-}
-
 template <dtype T>
-__global__ void reduce_kernel(row_call c) {
+__global__ void __launch_bounds__(row_threads) reduce_kernel(row_call c) {
+  __shared__ typename block_combiner<float>::storage shared;
+  __shared__ typename block_combiner<arg_value>::storage shared_args;
+  block_combiner<float> combine{shared};
+  block_combiner<arg_value> combine_args{shared_args};
+  const bool max = c.kind == op_kind::reduce_max;
   for (uint64_t line = blockIdx.x; line < c.m * c.n; line += gridDim.x) {
-    const uint64_t o = line / c.n, i = line % c.n;
-    const uint64_t base = o * c.k * c.n + i;
+    const uint64_t base = line / c.n * c.k * c.n + line % c.n;
     if (c.kind == op_kind::argmax) {
-      float best = -INFINITY;
-      int64_t at = INT64_MAX;
-      for (uint64_t j = threadIdx.x; j < c.k; j += blockDim.x) {
-        const float x = value<T>(c.a, base + j * c.n);
-        if (better(x, static_cast<int64_t>(j), best, at)) {
-          best = x;
-          at = static_cast<int64_t>(j);
-        }
-      }
-      const int64_t r = block_argmax(best, at);
+      arg_value best{-INFINITY, INT64_MAX};
+      for (uint64_t j = threadIdx.x; j < c.k; j += blockDim.x)
+        best = argmax_op{}(best, {value<T>(c.a, base + j * c.n), static_cast<int64_t>(j)});
+      const arg_value r = combine_args(best, argmax_op{});
       if (threadIdx.x == 0)
-        static_cast<int64_t*>(c.out)[line] = c.k == 0 ? 0 : r;
+        static_cast<int64_t*>(c.out)[line] = c.k == 0 ? 0 : r.index;
       continue;
     }
-    const bool max = c.kind == op_kind::reduce_max;
     float acc = max ? -INFINITY : 0.0f;
     for (uint64_t j = threadIdx.x; j < c.k; j += blockDim.x) {
       const float x = value<T>(c.a, base + j * c.n);
-      acc = max ? (isnan(acc) ? acc : isnan(x) ? x : fmaxf(acc, x)) : acc + x;
+      acc = max ? nan_max_op{}(acc, x) : acc + x;
     }
-    float r = max ? block_combine<true>(acc) : block_combine<false>(acc);
+    float r = max ? combine(acc, nan_max_op{}) : combine(acc, sum_op{});
     if (c.kind == op_kind::reduce_mean)
       r = c.k == 0 ? NAN : r / static_cast<float>(c.k);
     if (threadIdx.x == 0)
       store<T>(c.out, static_cast<int64_t>(line), r);
-  }
-}
-
-// Rows of up to threads * cached elements are read once, into registers: element j of a row is
-// held by thread j % threads, in the same order as the loops below go, so the bits are theirs.
-constexpr unsigned cached = 16;
-
-template <dtype T>
-__device__ void softmax_in_registers(const row_call& c, uint64_t base) {
-  using S = typename storage<T>::type;
-  const S* in = static_cast<const S*>(c.a) + base; // the row, indexed in 32 bits
-  S* out = static_cast<S*>(c.out) + base;
-  const auto k = static_cast<unsigned>(c.k);
-  float v[cached];
-  float top = -INFINITY;
-#pragma unroll
-  for (unsigned t = 0; t < cached; ++t) {
-    const unsigned j = threadIdx.x + t * threads;
-    v[t] = j < k ? storage<T>::load(in[j]) : -INFINITY;
-    top = fmaxf(top, v[t]);
-  }
-  top = block_combine<true>(top);
-  float total = 0.0f;
-#pragma unroll
-  for (unsigned t = 0; t < cached; ++t)
-    if (threadIdx.x + t * threads < k)
-      total += expf(v[t] - top);
-  total = block_combine<false>(total);
-  const float log_total = logf(total);
-  const bool soft = c.kind == op_kind::softmax;
-#pragma unroll
-  for (unsigned t = 0; t < cached; ++t) {
-    const unsigned j = threadIdx.x + t * threads;
-    if (j < k) {
-      const float shifted = v[t] - top;
-      out[j] = storage<T>::store(soft ? expf(shifted) / total : shifted - log_total);
-    }
-  }
-}
-
-template <dtype T>
-__global__ void softmax_kernel(row_call c) {
-  const bool in_registers = c.n == 1 && c.k <= uint64_t{threads} * cached;
-  for (uint64_t line = blockIdx.x; line < c.m * c.n; line += gridDim.x) {
-    const uint64_t o = line / c.n, i = line % c.n;
-    const uint64_t base = o * c.k * c.n + i;
-    if (in_registers) {
-      softmax_in_registers<T>(c, base);
-      continue;
-    }
-    float top = -INFINITY;
-    for (uint64_t j = threadIdx.x; j < c.k; j += blockDim.x)
-      top = fmaxf(top, value<T>(c.a, base + j * c.n));
-    top = block_combine<true>(top);
-    float total = 0.0f;
-    for (uint64_t j = threadIdx.x; j < c.k; j += blockDim.x)
-      total += expf(value<T>(c.a, base + j * c.n) - top);
-    total = block_combine<false>(total);
-    const float log_total = logf(total);
-    for (uint64_t j = threadIdx.x; j < c.k; j += blockDim.x) {
-      const float shifted = value<T>(c.a, base + j * c.n) - top;
-      store<T>(c.out, static_cast<int64_t>(base + j * c.n),
-               c.kind == op_kind::softmax ? expf(shifted) / total : shifted - log_total);
-    }
-  }
-}
-
-template <dtype T>
-__device__ void norm_in_registers(const row_call& c, uint64_t base) {
-  using S = typename storage<T>::type;
-  const S* in = static_cast<const S*>(c.a) + base; // the row, indexed in 32 bits
-  S* out = static_cast<S*>(c.out) + base;
-  const auto* weight = static_cast<const S*>(c.b);
-  const auto* bias = static_cast<const S*>(c.c);
-  const auto k = static_cast<unsigned>(c.k);
-  const bool layer = c.kind == op_kind::layer_norm;
-  const float n = static_cast<float>(c.k);
-  float v[cached];
-  float sum = 0.0f, square = 0.0f;
-#pragma unroll
-  for (unsigned t = 0; t < cached; ++t) {
-    const unsigned j = threadIdx.x + t * threads;
-    v[t] = j < k ? storage<T>::load(in[j]) : 0.0f;
-    sum += v[t];
-    square += v[t] * v[t];
-  }
-  const float mean = block_combine<false>(sum) / n;
-  float var = 0.0f;
-  if (layer) {
-#pragma unroll
-    for (unsigned t = 0; t < cached; ++t)
-      if (threadIdx.x + t * threads < k)
-        var += (v[t] - mean) * (v[t] - mean);
-    var = block_combine<false>(var) / n;
-  } else {
-    var = block_combine<false>(square) / n;
-  }
-  const float scale = rsqrtf(var + static_cast<float>(c.scalar));
-#pragma unroll
-  for (unsigned t = 0; t < cached; ++t) {
-    const unsigned j = threadIdx.x + t * threads;
-    if (j < k) {
-      float y = (v[t] - (layer ? mean : 0.0f)) * scale;
-      if (weight)
-        y *= storage<T>::load(weight[j]);
-      if (bias)
-        y += storage<T>::load(bias[j]);
-      out[j] = storage<T>::store(y);
-    }
-  }
-}
-
-template <dtype T>
-__global__ void norm_kernel(row_call c) {
-  const bool layer = c.kind == op_kind::layer_norm;
-  const float n = static_cast<float>(c.k);
-  const bool in_registers = c.k <= uint64_t{threads} * cached;
-  for (uint64_t row = blockIdx.x; row < c.m; row += gridDim.x) {
-    const uint64_t base = row * c.k;
-    if (in_registers) {
-      norm_in_registers<T>(c, base);
-      continue;
-    }
-    float sum = 0.0f, square = 0.0f;
-    for (uint64_t j = threadIdx.x; j < c.k; j += blockDim.x) {
-      const float x = value<T>(c.a, base + j);
-      sum += x;
-      square += x * x;
-    }
-    const float mean = block_combine<false>(sum) / n;
-    float var = 0.0f;
-    if (layer) {
-      for (uint64_t j = threadIdx.x; j < c.k; j += blockDim.x) {
-        const float d = value<T>(c.a, base + j) - mean;
-        var += d * d;
-      }
-      var = block_combine<false>(var) / n;
-    } else {
-      var = block_combine<false>(square) / n;
-    }
-    const float scale = rsqrtf(var + static_cast<float>(c.scalar));
-    for (uint64_t j = threadIdx.x; j < c.k; j += blockDim.x) {
-      float y = (value<T>(c.a, base + j) - (layer ? mean : 0.0f)) * scale;
-      if (c.b)
-        y *= value<T>(c.b, j);
-      if (c.c)
-        y += value<T>(c.c, j);
-      store<T>(c.out, static_cast<int64_t>(base + j), y);
-    }
   }
 }
 
@@ -369,15 +142,9 @@ void launch(const row_call& c, cudaStream_t stream) {
         reduce_kernel<T><<<blocks_for(c.m * c.n), threads, 0, stream>>>(c);
       break;
     case op_kind::softmax:
-    case op_kind::log_softmax:
-      if (c.m * c.n > 0 && c.k > 0)
-        softmax_kernel<T><<<blocks_for(c.m * c.n), threads, 0, stream>>>(c);
-      break;
+    case op_kind::log_softmax: return launch_softmax<T>(c, stream);
     case op_kind::layer_norm:
-    case op_kind::rms_norm:
-      if (c.m > 0 && c.k > 0)
-        norm_kernel<T><<<blocks_for(c.m), threads, 0, stream>>>(c);
-      break;
+    case op_kind::rms_norm: return launch_norm<T>(c, stream);
     case op_kind::embedding:
     case op_kind::gather:
     case op_kind::random:

@@ -28,7 +28,7 @@ struct ops_sizes {
   int train_steps;
 };
 
-constexpr ops_sizes full_ops_sizes{std::size_t{64} << 20, 50, 4096, 20, 200};
+constexpr ops_sizes full_ops_sizes{std::size_t{64} << 20, 50, 4096, 50, 200};
 constexpr ops_sizes quick_ops_sizes{std::size_t{1} << 20, 3, 128, 2, 5};
 
 // Measures on `where` (cuda:N, or sim:N for the figures without floors); throws ag::error when

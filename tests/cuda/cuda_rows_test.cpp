@@ -71,6 +71,37 @@ void check_close(const std::vector<float>& got, const std::vector<float>& want, 
   CHECK(bad == 0);
 }
 
+// values as the bytes of t (rounded to nearest even), and back to float.
+std::vector<char> as_bytes(const std::vector<float>& f, dtype t) {
+  const std::size_t size = ag::size_of(t);
+  std::vector<char> out(f.size() * size);
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    if (t == dtype::float32)
+      std::memcpy(out.data() + i * 4, &f[i], 4);
+    else if (t == dtype::float16)
+      std::memcpy(out.data() + i * 2, &static_cast<const ag::half&>(ag::half(f[i])), 2);
+    else
+      std::memcpy(out.data() + i * 2, &static_cast<const ag::bfloat16&>(ag::bfloat16(f[i])), 2);
+  }
+  return out;
+}
+
+std::vector<float> as_floats(const std::vector<char>& x, dtype t) {
+  const std::size_t size = ag::size_of(t);
+  std::vector<float> v(x.size() / size);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (t == dtype::float32) {
+      std::memcpy(&v[i], x.data() + i * 4, 4);
+      continue;
+    }
+    const auto bits = static_cast<uint16_t>(static_cast<uint8_t>(x[i * 2])
+                                            | static_cast<uint8_t>(x[i * 2 + 1]) << 8);
+    v[i] = t == dtype::float16 ? float(ag::half::from_bits(bits))
+                               : float(ag::bfloat16::from_bits(bits));
+  }
+  return v;
+}
+
 } // namespace
 
 TEST_CASE("cuda reductions, softmaxes and norms agree with the cpu kernels", "[cuda]") {
@@ -126,6 +157,66 @@ TEST_CASE("cuda reductions, softmaxes and norms agree with the cpu kernels", "[c
   }
 }
 
+TEST_CASE("cuda softmaxes and norms in every floating dtype, vectorised or not, agree with the cpu",
+          "[cuda]") {
+  auto s = gpu0();
+  // Rows read in 16-byte vectors (k a multiple of 8, aligned), element by element (k = 9, or every
+  // pointer one element off 16 bytes), and per pass (k past the 4096 held in registers).
+  const uint64_t m = 3;
+  for (dtype t : {dtype::float32, dtype::float16, dtype::bfloat16})
+    for (uint64_t k : {4096, 1000, 24, 9, 5000})
+      for (std::size_t shift : {0, 1}) {
+        const std::size_t size = ag::size_of(t);
+        auto a = random_floats(m * k, k + shift);
+        a[k + 2] = INFINITY; // row 1: an infinity; row 2: a NaN and a -inf
+        a[2 * k] = NAN;
+        a[2 * k + 1] = -INFINITY;
+        const auto a_bytes = as_bytes(a, t), w = as_bytes(random_floats(k, 5), t),
+                   bias = as_bytes(random_floats(k, 6), t);
+        // Device copies starting `shift` elements into their allocation.
+        auto place = [&](const std::vector<char>& bytes) {
+          std::vector<char> padded(shift * size);
+          padded.insert(padded.end(), bytes.begin(), bytes.end());
+          return padded;
+        };
+        const auto pa = place(a_bytes), pw = place(w), pb = place(bias);
+        on_device da(*s, pa.data(), pa.size()), dw(*s, pw.data(), pw.size()),
+          db(*s, pb.data(), pb.size());
+        on_device out(*s, nullptr, (shift + m * k) * size);
+        for (op_kind kind :
+             {op_kind::softmax, op_kind::log_softmax, op_kind::layer_norm, op_kind::rms_norm}) {
+          const bool norm = kind == op_kind::layer_norm || kind == op_kind::rms_norm;
+          ag::row_call c;
+          c.kind = kind;
+          c.type = c.in_type = t;
+          c.m = m;
+          c.k = k;
+          c.n = norm ? 0 : 1; // as the runtime sends them: a norm has no n
+          c.count = m * k;
+          c.scalar = 1e-5;
+          std::vector<char> want(m * k * size);
+          c.a = a_bytes.data();
+          c.b = norm ? w.data() : nullptr;
+          c.c = kind == op_kind::layer_norm ? bias.data() : nullptr;
+          c.out = want.data();
+          ag::cpu::rows(c);
+          auto at = [&](void* p) { return static_cast<char*>(p) + shift * size; };
+          c.a = at(da.p);
+          c.b = norm ? at(dw.p) : nullptr;
+          c.c = kind == op_kind::layer_norm ? at(db.p) : nullptr;
+          c.out = at(out.p);
+          s->rows(c);
+          const auto fetched = out.fetch();
+          const std::vector<char> got(fetched.begin() + static_cast<std::ptrdiff_t>(shift * size),
+                                      fetched.end());
+          INFO(ag::to_string(kind) << " " << ag::to_string(t) << " over rows of " << k
+                                   << (shift ? ", one element off 16 bytes" : ""));
+          check_close(as_floats(got, t), as_floats(want, t),
+                      t == dtype::float32 ? 2e-5 : t == dtype::float16 ? 2e-3 : 1.6e-2);
+        }
+      }
+}
+
 TEST_CASE("cuda embedding, gather and random give the cpu kernels' bits", "[cuda]") {
   auto s = gpu0();
   const auto table = random_floats(50 * 8, 1);
@@ -178,18 +269,7 @@ TEST_CASE("cuBLAS products with transposed, batched and half operands agree with
         const int64_t batch = 3;
         const std::size_t size = ag::size_of(t);
         auto rand_bytes = [&](std::size_t n, uint64_t seed) {
-          const auto f = random_floats(n, seed);
-          std::vector<char> out(n * size);
-          for (std::size_t i = 0; i < n; ++i) {
-            if (t == dtype::float32)
-              std::memcpy(out.data() + i * 4, &f[i], 4);
-            else if (t == dtype::float16)
-              std::memcpy(out.data() + i * 2, &static_cast<const ag::half&>(ag::half(f[i])), 2);
-            else
-              std::memcpy(out.data() + i * 2, &static_cast<const ag::bfloat16&>(ag::bfloat16(f[i])),
-                          2);
-          }
-          return out;
+          return as_bytes(random_floats(n, seed), t);
         };
         const auto a = rand_bytes(static_cast<std::size_t>(batch * M * K), 1);
         const auto b = rand_bytes(static_cast<std::size_t>(K * N), 2); // broadcast over the batch
@@ -219,24 +299,8 @@ TEST_CASE("cuBLAS products with transposed, batched and half operands agree with
         c.out = out.p;
         s->matmul(c);
         const auto got = out.fetch();
-        auto as_floats = [&](const std::vector<char>& x) {
-          std::vector<float> v(x.size() / size);
-          for (std::size_t i = 0; i < v.size(); ++i) {
-            if (t == dtype::float32)
-              std::memcpy(&v[i], x.data() + i * 4, 4);
-            else if (t == dtype::float16)
-              v[i] = ag::half::from_bits(
-                static_cast<uint16_t>(static_cast<uint8_t>(x[i * 2])
-                                      | static_cast<uint8_t>(x[i * 2 + 1]) << 8));
-            else
-              v[i] = ag::bfloat16::from_bits(
-                static_cast<uint16_t>(static_cast<uint8_t>(x[i * 2])
-                                      | static_cast<uint8_t>(x[i * 2 + 1]) << 8));
-          }
-          return v;
-        };
         INFO(ag::to_string(t) << (a_t ? ", a transposed" : "") << (b_t ? ", b transposed" : ""));
-        check_close(as_floats(got), as_floats(want),
+        check_close(as_floats(got, t), as_floats(want, t),
                     t == dtype::float32 ? 1e-4 : t == dtype::float16 ? 2e-3 : 1.6e-2);
       }
   }
