@@ -16,7 +16,8 @@ what=$1
 shift
 
 packages=(cmake ninja-build g++ pkg-config ccache libcaf-dev libzmq3-dev cppzmq-dev libboost-dev libssl-dev catch2
-          zlib1g-dev python3-sklearn)
+          zlib1g-dev python3-sklearn pybind11-dev python3-dev python3-numpy python3-pytest
+          python3-hypothesis)
 [ "$what" = fuzz ] && packages+=(clang libclang-rt-dev)
 
 install_missing() {
@@ -48,7 +49,7 @@ build() {
 # sanitized NAME FLAGS: a build without CUDA (its code needs a GPU to run) instrumented by FLAGS.
 sanitized() {
   local flags="$2 -fno-omit-frame-pointer"
-  build "build-$1" -DAG_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  build "build-$1" -DAG_WITH_CUDA=OFF -DAG_WITH_PYTHON=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$2" -DCMAKE_SHARED_LINKER_FLAGS="$2"
 }
 

@@ -27,7 +27,7 @@ set(ag_layer_headers_ipc "")
 set(ag_layer_headers_cuda "")
 set(ag_layer_headers_actors runtime.hpp stop_signals.hpp actorgraph.hpp)
 # Above every layer, in this order (tests may include apps, not the other way).
-set(ag_top_folders apps tests)
+set(ag_top_folders apps python tests)
 # What check_includes.cmake reads: these folders' sources, but for the trees of tests/layers/ that
 # break the rules on purpose.
 set(ag_checked_folders ${ag_layers} include ${ag_top_folders})

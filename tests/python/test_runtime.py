@@ -1,0 +1,107 @@
+"""ag.Runtime: its options, its lifetime, and what it leaves behind."""
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+import actorgraph as ag
+
+
+def leftovers(pid):
+    """Shared memory, runtime directories and ag-runner children of the runtimes of process pid."""
+    tag = f"ag-{pid}-"
+    tmp = os.environ.get("TMPDIR") or tempfile.gettempdir()
+    found = [n for n in os.listdir("/dev/shm") if n.startswith(tag)]
+    found += [n for n in os.listdir(tmp) if n.startswith(tag)]
+    for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(cmdline, "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if any(a.endswith(b"ag-runner") for a in args) and any(tag.encode() in a for a in args):
+            found.append(cmdline)
+    return found
+
+
+def test_options_are_taken_by_name_with_durations_in_seconds():
+    with ag.Runtime(devices=["sim:0"], wait_timeout=5.5, start_timeout=float("inf"),
+                    spin_wait=0.0001, max_in_flight_ops=64, transport="sockets",
+                    store_bytes=1 << 22) as rt:
+        assert rt.devices == ["sim:0"]
+        assert "thread mode" in repr(rt)
+        a = rt.tensor([1.0, 2.0], device="sim:0")
+        assert (a + a).numpy().tolist() == [2.0, 4.0]
+
+
+@pytest.mark.parametrize("options, error, words", [
+    ({"bogus": 1}, TypeError, "unexpected keyword argument 'bogus'"),
+    ({"wait_timeout": "5"}, TypeError, "wait_timeout must be a number of seconds"),
+    ({"wait_timeout": -1}, ValueError, "wait_timeout must be 0 or more"),
+    ({"store_bytes": 1.5}, TypeError, "store_bytes must be an int"),
+    ({"per_device_per_process": 1}, TypeError, "per_device_per_process must be True or False"),
+    ({"transport": "pigeons"}, ValueError, "transport must be"),
+    ({"devices": "sim:0,sim:0"}, ValueError, "devices: .*sim:0"),
+    ({"store_bytes": 16}, ag.Error, "store_bytes"),
+])
+def test_a_bad_option_raises_naming_it(options, error, words):
+    with pytest.raises(error, match=words):
+        ag.Runtime(**options)
+
+
+def test_a_closed_runtime_says_so_and_closing_again_does_nothing():
+    rt = ag.Runtime(devices="sim:0")
+    a = rt.tensor([1.0], device="sim:0")
+    rt.close()
+    assert rt.closed and repr(rt) == "<ag.Runtime closed>"
+    rt.close()
+    with pytest.raises(ag.Error, match="closed"):
+        rt.sync()
+    with pytest.raises(ag.Error):
+        (a + a).numpy()
+
+
+def test_stats_are_a_dict():
+    with ag.Runtime(devices="sim:0") as rt:
+        (rt.tensor([1.0], device="sim:0") * 2).numpy()
+        rt.sync()
+        s = rt.stats()
+        assert set(s) == {"store_live_bytes", "device_live_bytes", "batches", "operators",
+                          "in_flight_ops", "blocked_submits"}
+        assert s["operators"] >= 2 and s["in_flight_ops"] == 0
+
+
+def test_a_process_mode_runtime_leaves_nothing_when_closed_or_collected():
+    rt = ag.Runtime(devices="sim:0,sim:1", per_device_per_process=True)
+    assert "process mode" in repr(rt)
+    assert leftovers(os.getpid())
+    rt.close()
+    assert leftovers(os.getpid()) == []
+    rt = ag.Runtime(devices="sim:0", per_device_per_process=True)
+    (rt.tensor([1.0], device="sim:0") + 1).numpy()
+    del rt
+    assert leftovers(os.getpid()) == []
+
+
+def run_python(code):
+    env = dict(os.environ)
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_a_runtime_alive_at_interpreter_exit_leaves_nothing():
+    code = """
+import os, actorgraph as ag
+rt = ag.Runtime(devices="sim:0,sim:1", per_device_per_process=True)
+t = rt.tensor([1.0, 2.0], device="sim:1") * 3
+print(os.getpid(), t.numpy().tolist(), flush=True)
+"""
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    out, _ = p.communicate(timeout=120)
+    assert p.returncode == 0
+    pid, _ = out.split(" ", 1)
+    assert "[3.0, 6.0]" in out
+    assert leftovers(int(pid)) == []
