@@ -105,3 +105,29 @@ print(os.getpid(), t.numpy().tolist(), flush=True)
     pid, _ = out.split(" ", 1)
     assert "[3.0, 6.0]" in out
     assert leftovers(int(pid)) == []
+
+
+def test_a_forked_process_gets_a_clear_error_and_the_parent_goes_on():
+    with ag.Runtime(devices="sim:0", per_device_per_process=True) as rt:
+        a = rt.tensor([1.0, 2.0], device="sim:0")
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: every use refused, naming both processes
+            words = []
+            for use in (lambda: a + a, a.numpy, rt.sync, lambda: rt.tensor([1.0])):
+                try:
+                    use()
+                    words.append("used")
+                except ag.Error as e:
+                    words.append(str(e))
+            rt.close()  # leaves the parent's runtime alone
+            os.write(write, "\n".join(words).encode())
+            os._exit(0)
+        os.close(write)
+        with os.fdopen(read) as f:
+            words = f.read().split("\n")
+        os.waitpid(pid, 0)
+        assert len(words) == 4
+        for w in words:
+            assert f"belongs to process {os.getpid()}" in w and f"process {pid} was forked" in w
+        assert (a + a).numpy().tolist() == [2.0, 4.0]

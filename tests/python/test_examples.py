@@ -1,0 +1,33 @@
+"""The Python examples: train_digits.py gives ag-train's losses bit for bit, in both modes, and
+demo.py runs."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("AG_BUILD_DIR", os.path.join(ROOT, "build"))
+
+
+def run(argv):
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+@pytest.mark.parametrize("mode", ["thread", "process"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_train_digits_gives_ag_train_s_losses(mode, dtype):
+    args = ["--devices=sim:0,sim:1", f"--mode={mode}", f"--dtype={dtype}", "--epochs=3"]
+    ours = run([sys.executable, os.path.join(ROOT, "apps/python/train_digits.py")] + args)
+    theirs = run([os.path.join(BUILD, "apps/ag-train")] + args)
+    lines = [l for l in ours.splitlines() if l.startswith("epoch")]
+    assert len(lines) == 3
+    assert lines == [l for l in theirs.splitlines() if l.startswith("epoch")]
+    assert ours.splitlines()[-1].split(";")[0] == theirs.splitlines()[-1].split(";")[0]
+
+
+def test_demo_matches_numpy_in_both_modes():
+    out = run([sys.executable, os.path.join(ROOT, "apps/python/demo.py"), "--size=64"])
+    assert "all results match NumPy, the same in both modes" in out
