@@ -8,7 +8,8 @@
 namespace ag::python {
 
 void bind_basics(py::module_& m) {
-  py::register_exception<error>(m, "Error", PyExc_RuntimeError);
+  py::register_exception<error>(m, "Error", PyExc_RuntimeError)
+    .doc() = "A failure of the runtime, with the C++ library's message (a RuntimeError).";
   py::enum_<dtype> d(m, "dtype", "What a tensor holds.");
   for (dtype t : {dtype::float32, dtype::float16, dtype::bfloat16, dtype::int32, dtype::int64,
                   dtype::uint8}) {
@@ -20,8 +21,11 @@ void bind_basics(py::module_& m) {
     py::cpp_function([](dtype t) { return std::string{to_string(t)}; }, py::is_method(d));
   d.attr("__repr__") =
     py::cpp_function([](dtype t) { return "ag." + std::string{to_string(t)}; }, py::is_method(d));
-  d.def_property_readonly("itemsize", [](dtype t) { return size_of(t); })
-    .def_property_readonly("is_floating_point", [](dtype t) { return is_floating(t); });
+  d.def_property_readonly(
+     "itemsize", [](dtype t) { return size_of(t); }, "Bytes of one element.")
+    .def_property_readonly(
+      "is_floating_point", [](dtype t) { return is_floating(t); },
+      "True for float32, float16 and bfloat16.");
   m.def(
     "parse_devices",
     [](const std::string& text) {

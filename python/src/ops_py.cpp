@@ -28,10 +28,14 @@ void bind_binary(py::module_& m, const char* name, tensor (*f)(const tensor&, co
 void bind_ops(py::module_& m) {
   using binary = tensor (*)(const tensor&, const tensor&);
   using with_scalar = tensor (*)(const tensor&, double);
-  m.def("add", static_cast<binary>(&operator+), py::arg("x"), py::arg("y"), unlocked());
-  m.def("sub", static_cast<binary>(&operator-), py::arg("x"), py::arg("y"), unlocked());
-  m.def("mul", static_cast<binary>(&operator*), py::arg("x"), py::arg("y"), unlocked());
-  m.def("div", static_cast<binary>(&operator/), py::arg("x"), py::arg("y"), unlocked());
+  m.def("add", static_cast<binary>(&operator+), py::arg("x"), py::arg("y"), unlocked(),
+        "x + y, broadcast.");
+  m.def("sub", static_cast<binary>(&operator-), py::arg("x"), py::arg("y"), unlocked(),
+        "x - y, broadcast.");
+  m.def("mul", static_cast<binary>(&operator*), py::arg("x"), py::arg("y"), unlocked(),
+        "x * y, broadcast.");
+  m.def("div", static_cast<binary>(&operator/), py::arg("x"), py::arg("y"), unlocked(),
+        "x / y, broadcast (floating dtypes).");
   bind_binary(m, "maximum", &maximum, "Elementwise maximum, NaN when either is; broadcasts.");
   bind_binary(m, "minimum", &minimum, "Elementwise minimum, NaN when either is; broadcasts.");
   m.def("pow", &pow, py::arg("x"), py::arg("exponent"), unlocked(), "x ** exponent (a number).");
@@ -63,8 +67,10 @@ void bind_ops(py::module_& m) {
   m.def("matmul", &matmul, py::arg("x"), py::arg("y"), unlocked(),
         "torch.matmul: 1-D, 2-D and batched with broadcast batch dimensions; float16 and bfloat16 "
         "accumulate in float32; a transposed operand costs no copy.");
-  m.def("softmax", &softmax, py::arg("x"), py::arg("dim"), unlocked());
-  m.def("log_softmax", &log_softmax, py::arg("x"), py::arg("dim"), unlocked());
+  m.def("softmax", &softmax, py::arg("x"), py::arg("dim"), unlocked(),
+        "exp(x) / sum(exp(x)) along dim, computed from x - max.");
+  m.def("log_softmax", &log_softmax, py::arg("x"), py::arg("dim"), unlocked(),
+        "The logarithm of softmax(x, dim).");
   m.def(
     "layer_norm",
     [](const tensor& x, const std::optional<tensor>& weight, const std::optional<tensor>& bias,

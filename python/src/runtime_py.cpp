@@ -232,7 +232,7 @@ Every runner is ready when it returns. Use it in a `with` block, or close() it.)
     .def("close", &py_runtime::close,
          "Waits (up to wait_timeout) for submitted work, stops every runner and releases the "
          "store. Tensors of a closed runtime raise ag.Error when used. Closing twice does nothing.")
-    .def_property_readonly("closed", &py_runtime::closed)
+    .def_property_readonly("closed", &py_runtime::closed, "True once close() ran.")
     .def("__enter__", [](py::object self) { return self; })
     .def("__exit__", [](py_runtime& r, const py::args&) { r.close(); })
     .def(

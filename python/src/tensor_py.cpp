@@ -52,13 +52,14 @@ they were taken: tensors are never written after they are made.)");
        return out;
      },
      "The dimensions, as a tuple.")
-    .def_property_readonly("dtype", &tensor::dtype)
+    .def_property_readonly("dtype", &tensor::dtype, "What it holds (an ag.dtype).")
     .def_property_readonly(
       "device", [](const tensor& t) { return t.device().str(); }, "Its device's name.")
-    .def_property_readonly("ndim", &tensor::dim)
-    .def("dim", &tensor::dim)
-    .def("numel", &tensor::numel)
-    .def_property_readonly("is_contiguous", &tensor::is_contiguous)
+    .def_property_readonly("ndim", &tensor::dim, "Dimensions (0 for a scalar).")
+    .def("dim", &tensor::dim, "Dimensions (0 for a scalar).")
+    .def("numel", &tensor::numel, "Elements.")
+    .def_property_readonly("is_contiguous", &tensor::is_contiguous,
+                           "False for a view whose elements do not lie row-major from its first.")
     .def("__len__",
          [](const tensor& t) {
            if (t.dim() == 0)
@@ -76,7 +77,9 @@ they were taken: tensors are never written after they are made.)");
       },
       py::arg("dtype") = py::none(), py::arg("copy") = py::none())
     .def("item", &item, "The value of a one-element tensor as a Python number.")
-    .def("tolist", [](const tensor& t) { return array_of(t, false).attr("tolist")(); })
+    .def(
+      "tolist", [](const tensor& t) { return array_of(t, false).attr("tolist")(); },
+      "The values as nested Python lists.")
     .def("__float__", [](const tensor& t) { return item(t).cast<double>(); })
     .def("__int__", [](const tensor& t) { return py::int_(item(t)); })
     .def("__bool__", [](const tensor& t) { return py::bool_(item(t)); })
@@ -97,7 +100,8 @@ they were taken: tensors are never written after they are made.)");
       },
       py::arg("dtype"),
       "The values converted: floating to integer rounds toward zero, saturates, and makes NaN 0.")
-    .def("contiguous", &tensor::contiguous, unlocked())
+    .def("contiguous", &tensor::contiguous, unlocked(),
+         "A tensor of its own, contiguous (the same tensor when it already is).")
     .def(
       "reshape",
       [](const tensor& t, const py::args& args) {
@@ -106,7 +110,8 @@ they were taken: tensors are never written after they are made.)");
         return t.reshape(shape);
       },
       "The same elements in another shape (one dimension may be -1): a view where it can be.")
-    .def("transpose", &tensor::transpose, py::arg("dim0"), py::arg("dim1"), unlocked())
+    .def("transpose", &tensor::transpose, py::arg("dim0"), py::arg("dim1"), unlocked(),
+         "A view with dimensions dim0 and dim1 swapped.")
     .def(
       "permute",
       [](const tensor& t, const py::args& args) {
@@ -117,8 +122,8 @@ they were taken: tensors are never written after they are made.)");
       "A view whose dimension i is dimension dims[i] of this one.")
     .def("slice", &tensor::slice, py::arg("dim"), py::arg("start"), py::arg("end"), unlocked(),
          "Elements [start, end) of dim, as Python slices them: a view.")
-    .def("matmul", &tensor::matmul, unlocked())
-    .def("relu", py::overload_cast<>(&tensor::relu, py::const_), unlocked())
+    .def("matmul", &tensor::matmul, unlocked(), "ag.matmul(self, other).")
+    .def("relu", py::overload_cast<>(&tensor::relu, py::const_), unlocked(), "max(x, 0).")
     .def(
       "sum",
       [](const tensor& t, const py::object& dim, bool keepdim) {
@@ -135,7 +140,8 @@ they were taken: tensors are never written after they are made.)");
         py::gil_scoped_release unlocked;
         return t.mean(dims, keepdim);
       },
-      py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      py::arg("dim") = py::none(), py::arg("keepdim") = false,
+      "The mean over dim (an int or a tuple; None: every dimension).")
     .def(
       "max",
       [](const tensor& t, const py::object& dim, bool keepdim) {

@@ -51,3 +51,40 @@ def test_a_bad_device_names_itself(thread_rt):
         thread_rt.tensor([1.0], device=0)
     with pytest.raises(ag.Error, match="sim:7"):
         thread_rt.tensor([1.0], device="sim:7")
+
+
+def described(obj):
+    """True when obj's docstring says more than the signature pybind11 writes on its first line."""
+    doc = getattr(obj, "__doc__", None) or ""
+    if isinstance(obj, property) or isinstance(obj, type):
+        return bool(doc.strip())
+    return any(line.strip() for line in doc.split("\n")[1:])
+
+
+def test_every_public_name_has_a_stub_and_a_docstring():
+    import ast
+    import os
+    stubs = os.path.join(os.path.dirname(ag.__file__), "__init__.pyi")
+    with open(stubs) as f:
+        tree = ast.parse(f.read())
+    stubbed = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    stubbed |= {t.id for n in tree.body if isinstance(n, ast.AnnAssign) for t in [n.target]}
+    public = set(ag.__all__)
+    assert public - stubbed == set()
+    undocumented = [name for name in public
+                    if not isinstance(getattr(ag, name), ag.dtype) and not described(getattr(ag, name))]
+    assert undocumented == []
+
+
+def test_the_stubs_name_only_what_exists():
+    import ast
+    import os
+    with open(os.path.join(os.path.dirname(ag.__file__), "__init__.pyi")) as f:
+        tree = ast.parse(f.read())
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        real = getattr(ag, cls.name)
+        for member in cls.body:
+            if isinstance(member, ast.FunctionDef):
+                assert hasattr(real, member.name), f"{cls.name}.{member.name}"
+                if not member.name.startswith("__"):
+                    assert described(getattr(real, member.name)), f"{cls.name}.{member.name}"
