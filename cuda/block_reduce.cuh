@@ -9,7 +9,7 @@
 
 namespace ag::cuda {
 
-// Every row kernel runs blocks of this many threads.
+// The row kernels' blocks: this many threads (the normalisations of 2-byte values half of it).
 constexpr unsigned row_threads = 256;
 
 struct sum_op {
@@ -45,9 +45,9 @@ struct argmax_op {
 // alternate halves of the shared storage: the writers of one call and the readers of the call
 // before it are always separated by a barrier of the call in between, so one barrier per call
 // (CUB's) and one for the result are all it takes.
-template <class T>
+template <class T, unsigned Threads = row_threads>
 class block_combiner {
-  using reduce = cub::BlockReduce<T, row_threads>;
+  using reduce = cub::BlockReduce<T, Threads>;
 
 public:
   struct storage {
