@@ -23,6 +23,7 @@
 #include "actors/fork_guard.hpp"
 #include "actors/peer_lanes.hpp"
 #include "actors/store_fence.hpp"
+#include "actors/store_views.hpp"
 #include "actors/process_env.hpp"
 #include "actors/protocol.hpp"
 #include "cuda/kernel_stream.hpp"
@@ -287,6 +288,7 @@ public:
       if (env_ && env_->setup().channel)
         new std::shared_ptr<shm_channel>(env_->setup().channel);
     }
+    views_.stop(store()); // host_bytes pointers still alive keep the mapping
   }
 
   bool has_device(const device& d) const noexcept override {
@@ -325,26 +327,19 @@ public:
 
   void read(operand_id id, uint64_t bytes, const destination& into) override {
     const std::string what = "to_vector of tensor #" + std::to_string(id);
-    if (fork_.forked())
-      fork_.refuse(what);
-    std::optional<uint64_t> fast;
-    if (board_) {
-      fast = read_on_board(what, id);
-      if (!fast && stopped_)
-        throw error(what + ": the runtime was destroyed while it waited");
-    }
-    const auto offset = fast ? *fast : wait<uint64_t>(what, fetch_atom::value, id);
-    store_fence::acquire();
-    if (!store().contains(offset, bytes))
-      throw error("to_vector of tensor #" + std::to_string(id) + ": store range out of bounds");
+    const auto offset = written(what, id, bytes);
     char* out = into();
     if (bytes > 0)
       std::memcpy(out, store().base() + offset, bytes);
-    if (trace_) {
-      trace::read_rec rec{id, offset, {}};
-      rec.data.assign(out, out + bytes);
-      trace_->write(rec);
-    }
+    record_read(id, offset, out, bytes);
+  }
+
+  std::shared_ptr<const std::byte> view(operand_id id, uint64_t bytes) override {
+    const std::string what = "host_bytes of tensor #" + std::to_string(id);
+    const auto offset = written(what, id, bytes);
+    auto p = views_.view(store(), offset, what);
+    record_read(id, offset, reinterpret_cast<const char*>(p.get()), bytes);
+    return p;
   }
 
   bool piecewise(uint64_t bytes) const noexcept override {
@@ -444,6 +439,31 @@ private:
       env_->setup().network->lane_proxy.clear();
   }
 
+  // The store offset of cpu operand id (`bytes` bytes) once written, its writes visible here.
+  uint64_t written(const std::string& what, operand_id id, uint64_t bytes) {
+    if (fork_.forked())
+      fork_.refuse(what);
+    std::optional<uint64_t> fast;
+    if (board_) {
+      fast = read_on_board(what, id);
+      if (!fast && stopped_)
+        throw error(what + ": the runtime was destroyed while it waited");
+    }
+    const auto offset = fast ? *fast : wait<uint64_t>(what, fetch_atom::value, id);
+    store_fence::acquire();
+    if (!store().contains(offset, bytes))
+      throw error(what + ": store range out of bounds");
+    return offset;
+  }
+
+  void record_read(operand_id id, uint64_t offset, const char* data, uint64_t bytes) {
+    if (!trace_)
+      return;
+    trace::read_rec rec{id, offset, {}};
+    rec.data.assign(data, data + bytes);
+    trace_->write(rec);
+  }
+
   // -- the shared-memory path: waits answered on the completion board ------------------------------
 
   // The tensor's store offset once its writer ran, watched on the board: nullopt when the
@@ -509,6 +529,7 @@ private:
   std::optional<process_env> env_; // process mode: directory, shared store, clean-up
   std::optional<node_setup> nodes_;  // with nodes
   tensor_store store_;              // thread mode
+  store_views views_;               // zero-copy reads of the store
   std::optional<caf::actor_system_config> cfg_;
   std::optional<caf::actor_system> owned_;
   caf::actor_system* sys_ = nullptr;

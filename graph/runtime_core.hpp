@@ -41,6 +41,11 @@ public:
   // Waits until operand id (a cpu tensor of `bytes` bytes) is written and copies it out.
   virtual void read(operand_id id, uint64_t bytes, const destination& into) = 0;
 
+  // Waits until operand id (a cpu tensor of `bytes` bytes) is written and returns where its bytes
+  // lie in the host store, kept mapped while the pointer (or a copy) lives, even past the
+  // runtime. The caller keeps the operand alive as long (its release frees the range).
+  virtual std::shared_ptr<const std::byte> view(operand_id id, uint64_t bytes) = 0;
+
   // True when a tensor of `bytes` is too large to stage whole in the host store: it is moved and
   // read through the store in pieces.
   virtual bool piecewise(uint64_t bytes) const noexcept = 0;

@@ -152,6 +152,25 @@ void tensor::read_bytes(ag::dtype type, const char* what, void* ctx,
   to(device::cpu()).read_bytes(type, what, ctx, into);
 }
 
+std::shared_ptr<const void> tensor::host_bytes() const {
+  constexpr const char* what = "host_bytes";
+  const auto& a = checked(what);
+  if (!a.whole())
+    return detail::materialized(*this, what).host_bytes();
+  if (!a.where.is_cpu())
+    throw error(std::string{what} + ": " + str() + " is not on the cpu (move it there with to())");
+  auto rt = a.live(what);
+  const uint64_t bytes = bytes_of(a.type, detail::element_count(a.shape, what), what);
+  // The pointer keeps the store mapped, the tensor keeps its range.
+  struct held {
+    std::shared_ptr<const std::byte> bytes;
+    tensor owner;
+  };
+  auto h = std::make_shared<held>(held{rt->view(a.id, bytes), *this});
+  const void* p = h->bytes.get();
+  return {std::move(h), p};
+}
+
 namespace {
 
 // The values of t (of dtype T) as floats.

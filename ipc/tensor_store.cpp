@@ -147,6 +147,12 @@ tensor_store& tensor_store::operator=(tensor_store&& other) noexcept {
   return *this;
 }
 
+void tensor_store::unlink() noexcept {
+  if (owner_)
+    ::shm_unlink(name_.c_str());
+  owner_ = false;
+}
+
 tensor_store::~tensor_store() {
   if (base_ != nullptr)
     ::munmap(base_, size_);

@@ -50,6 +50,10 @@ public:
   std::string reserve_to(uint64_t end);
   static constexpr uint64_t reserve_step = uint64_t{4} << 20;
 
+  // Removes the shared-memory object's name now (a creator's store): what maps it keeps it until
+  // unmapped, nothing else can open it. Nothing for kMemory or a mapped store.
+  void unlink() noexcept;
+
   // True when [offset, offset + bytes) lies inside the store.
   bool contains(std::size_t offset, std::size_t bytes) const noexcept {
     return offset <= size_ && bytes <= size_ - offset;

@@ -94,6 +94,13 @@ public:
     return read_as<T>("values");
   }
 
+  // The values of a cpu tensor where they lie in the runtime's host store, without a copy (waiting
+  // for them): numel() * size_of(dtype()) bytes, row-major (a view is made contiguous first). They
+  // stay mapped and unchanged while the pointer, or a copy of it, lives, even past the runtime;
+  // they must not be written. ag::error for a tensor on another device (to() the cpu first), or
+  // when the work that produces it failed.
+  std::shared_ptr<const void> host_bytes() const;
+
   // "float32[4,4] on sim:0".
   std::string str() const;
 

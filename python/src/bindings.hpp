@@ -13,6 +13,8 @@ void bind_basics(py::module_& m);
 void bind_runtime(py::module_& m);
 // ag.Tensor (actorgraph/tensor.hpp) and its operators.
 void bind_tensor(py::module_& m);
+// DLPack: Tensor.__dlpack__ and __dlpack_device__ (after bind_tensor).
+void bind_dlpack(py::module_& m);
 // The free functions of actorgraph/ops.hpp and collectives.hpp.
 void bind_ops(py::module_& m);
 

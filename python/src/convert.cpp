@@ -195,8 +195,36 @@ tensor tensor_of(const py::handle& value, const device& where, const py::handle&
   return make(shape, t, values.data(), count * size_of(t), where);
 }
 
+namespace {
+
+// A read-only array over a cpu tensor's bytes in the store, which it keeps (tensor::host_bytes).
+py::array in_place(const tensor& t, const py::dtype& type) {
+  std::shared_ptr<const void> bytes;
+  {
+    py::gil_scoped_release unlocked;
+    bytes = t.host_bytes();
+  }
+  const void* data = bytes.get();
+  auto* held = new std::shared_ptr<const void>(std::move(bytes));
+  py::capsule owner(held, [](void* p) { delete static_cast<std::shared_ptr<const void>*>(p); });
+  const auto& shape = t.shape();
+  std::vector<py::ssize_t> dims(shape.begin(), shape.end()), strides(dims.size());
+  py::ssize_t step = static_cast<py::ssize_t>(type.itemsize());
+  for (std::size_t i = dims.size(); i-- > 0;) {
+    strides[i] = step;
+    step *= dims[i];
+  }
+  py::array a(type, dims, strides, data, owner);
+  py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  return a;
+}
+
+} // namespace
+
 py::array array_of(const tensor& t, bool raw) {
   const auto& shape = t.shape();
+  if (t.device().is_cpu() && (t.dtype() != dtype::bfloat16 || raw))
+    return in_place(t, t.dtype() == dtype::bfloat16 ? py::dtype("uint16") : numpy_dtype(t.dtype()));
   switch (t.dtype()) {
     case dtype::float32: return take(read<float>(t), shape, py::dtype("float32"));
     case dtype::float16: {

@@ -46,8 +46,13 @@ using bytes_maker =
 tensor tensor_of(const py::handle& value, const device& where, const py::handle& type,
                  const bytes_maker& make);
 
-// t's values as a new NumPy array of its shape (bfloat16 as float32, or as its uint16 bits with
-// raw); waits without the GIL.
+// A tensor holding a copy of another library's cpu tensor (any object with __dlpack__), as
+// tensor_of does.
+tensor tensor_of_dlpack(const py::handle& value, const device& where, const bytes_maker& make);
+
+// t's values as a NumPy array of its shape (bfloat16 as float32, or as its uint16 bits with raw);
+// waits without the GIL. A cpu tensor's array is a read-only view of its bytes in the store
+// (bfloat16 as float32 excepted), which it keeps; any other is a new array.
 py::array array_of(const tensor& t, bool raw);
 
 } // namespace ag::python

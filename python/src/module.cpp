@@ -47,6 +47,7 @@ PYBIND11_MODULE(_actorgraph, m) {
   m.doc() = "actorgraph's C++ runtime; import it as the actorgraph package.";
   ag::python::bind_basics(m);
   ag::python::bind_tensor(m);
+  ag::python::bind_dlpack(m);
   ag::python::bind_runtime(m);
   ag::python::bind_ops(m);
 }

@@ -148,6 +148,13 @@ public:
       throw error("this Runtime is closed");
     return f(*rt_);
   }
+  // runtime::from_bytes, for tensor_of.
+  bytes_maker maker() {
+    return [this](const shape_t& shape, dtype t, const void* data, std::size_t n,
+                  const device& where) {
+      return with([&](runtime& rt) { return rt.from_bytes(shape, t, data, n, where); });
+    };
+  }
   bool closed() {
     std::shared_lock<std::shared_mutex> lock{mutex_};
     return rt_ == nullptr;
@@ -257,12 +264,19 @@ Every runner is ready when it returns. Use it in a `with` block, or close() it.)
     .def(
       "tensor",
       [](py_runtime& r, const py::object& value, const py::object& device, const py::object& type) {
-        return tensor_of(value, device_of(device, "device"), type,
-                         [&](auto&&... a) { return r.with([&](runtime& rt) { return rt.from_bytes(a...); }); });
+        return tensor_of(value, device_of(device, "device"), type, r.maker());
       },
       py::arg("value"), py::arg("device") = py::none(), py::arg("dtype") = py::none(),
       "A tensor holding value (a NumPy array, a nested list or a number) on device (None: cpu). "
       "Its dtype is dtype, or as NumPy infers it: float64 becomes float32, bool uint8.")
+    .def(
+      "from_dlpack",
+      [](py_runtime& r, const py::object& value, const py::object& device) {
+        return tensor_of_dlpack(value, device_of(device, "device"), r.maker());
+      },
+      py::arg("value"), py::arg("device") = py::none(),
+      "A copy of another library's cpu tensor (NumPy, PyTorch: anything with __dlpack__) on "
+      "device (None: cpu).")
     .def(
       "full",
       [](py_runtime& r, const py::object& shape, double value, const py::object& device,
@@ -307,6 +321,13 @@ Every runner is ready when it returns. Use it in a `with` block, or close() it.)
                + (rt.option().per_device_per_process ? ", process mode>" : ", thread mode>");
       });
     });
+  m.def(
+    "from_dlpack",
+    [](const py::object& value, py_runtime& r, const py::object& device) {
+      return tensor_of_dlpack(value, device_of(device, "device"), r.maker());
+    },
+    py::arg("value"), py::arg("runtime"), py::arg("device") = py::none(),
+    "runtime.from_dlpack(value, device): a copy of another library's cpu tensor.");
   // Runtimes still open at exit stop their children and remove their shared memory before the
   // interpreter's state goes.
   py::module_::import("atexit").attr("register")(py::cpp_function([] { py_runtime::close_all(); }));

@@ -113,3 +113,21 @@ def test_factories(rt):
     assert -1 <= u.numpy().min() and u.numpy().max() < 1
     n = rt.normal(4096, mean=2.0, std=0.5, seed=1, device="sim:0", dtype="bfloat16")
     assert n.dtype == ag.bfloat16 and abs(float(n.astype(ag.float32).mean()) - 2.0) < 0.05
+
+
+def test_a_cpu_tensor_reads_in_place_read_only_and_outlives_its_runtime():
+    import os
+    mine = lambda: {n for n in os.listdir("/dev/shm") if n.startswith(f"ag-{os.getpid()}-")}  # noqa
+    before = mine()
+    rt = ag.Runtime(devices="sim:0", per_device_per_process=True)
+    t = rt.tensor(np.arange(6, dtype=np.int64).reshape(2, 3))
+    a, b = t.numpy(), np.asarray(t)
+    assert a.ctypes.data == b.ctypes.data  # the store's bytes, not copies
+    assert not a.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        a[0, 0] = 1
+    raw = rt.tensor([1.0, 2.0], dtype=ag.bfloat16)
+    assert raw.numpy(raw=True).ctypes.data == raw.numpy(raw=True).ctypes.data
+    rt.close()
+    assert mine() <= before  # this runtime's names are gone, its store still mapped by `a`
+    assert a.tolist() == [[0, 1, 2], [3, 4, 5]]
