@@ -4,6 +4,7 @@
 
 #include "actorgraph/error.hpp"
 #include "graph/deadline.hpp"
+#include "graph/interrupts.hpp"
 
 namespace ag {
 
@@ -20,13 +21,19 @@ std::optional<uint64_t> board_waits::read(ticket_slot& slot, const std::string& 
   if (!take(slot))
     return std::nullopt;
   const auto& t = slot.ticket();
-  switch (board_.wait_op(t.lane, t.index, t.faults, deadline_after(wait_timeout_), spin_)) {
-    case completion_board::outcome::done:
-      return t.offset;
-    case completion_board::outcome::stale:
-      return std::nullopt;
-    case completion_board::outcome::timed_out:
+  const auto deadline = deadline_after(wait_timeout_);
+  for (;;) { // in slices when the thread may be interrupted
+    switch (board_.wait_op(t.lane, t.index, t.faults, detail::slice_end(deadline), spin_)) {
+      case completion_board::outcome::done:
+        return t.offset;
+      case completion_board::outcome::stale:
+        return std::nullopt;
+      case completion_board::outcome::timed_out:
+        break;
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
       break;
+    detail::check_interrupt(what);
   }
   throw error(what + ": not written within " + duration_string(wait_timeout_) + ": "
               + lanes_.at(t.lane) + " has not acknowledged it (operator " + std::to_string(t.index)
@@ -37,13 +44,19 @@ bool board_waits::sync(ticket_slot& slot) const {
   if (!take(slot))
     return false;
   const auto& t = slot.ticket();
-  switch (board_.wait_entries(t.entries, t.faults, deadline_after(wait_timeout_), spin_)) {
-    case completion_board::outcome::done:
-      return true;
-    case completion_board::outcome::stale:
-      return false;
-    case completion_board::outcome::timed_out:
+  const auto deadline = deadline_after(wait_timeout_);
+  for (;;) {
+    switch (board_.wait_entries(t.entries, t.faults, detail::slice_end(deadline), spin_)) {
+      case completion_board::outcome::done:
+        return true;
+      case completion_board::outcome::stale:
+        return false;
+      case completion_board::outcome::timed_out:
+        break;
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
       break;
+    detail::check_interrupt("sync");
   }
   std::string silent;
   for (uint32_t l = 0; l < t.entries.size(); ++l)

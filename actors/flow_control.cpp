@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "actorgraph/error.hpp"
+#include "graph/interrupts.hpp"
 
 namespace ag {
 
@@ -65,10 +66,23 @@ std::string flow_control::acquire(uint32_t lane, uint64_t bytes,
     ++blocked_;
     const auto deadline = deadline_after(timeout);
     bool in_time = true;
-    if (deadline == steady_clock::time_point::max())
+    if (deadline == steady_clock::time_point::max() && !detail::interruptible()) {
       cv_.wait(lock, ready);
-    else
-      in_time = cv_.wait_until(lock, deadline, ready);
+    } else {
+      // In slices when the thread may be interrupted (the check runs without the lock).
+      while (!(in_time = cv_.wait_until(lock, detail::slice_end(deadline), ready))
+             && steady_clock::now() < deadline) {
+        lock.unlock();
+        try {
+          detail::check_interrupt("waiting for room");
+        } catch (...) {
+          lock.lock();
+          --waiters_;
+          throw;
+        }
+        lock.lock();
+      }
+    }
     if (!in_time) {
       --waiters_;
       return "waited " + duration_string(timeout) + " for room: " + why_full(lane, bytes);

@@ -21,7 +21,7 @@ set(ag_layer_below_ipc graph)
 set(ag_layer_below_cuda graph)
 set(ag_layer_below_actors graph ipc cuda)
 # Which layer each public header of include/actorgraph/ belongs to: the one that implements it.
-set(ag_layer_headers_graph collectives.hpp device.hpp dtype.hpp error.hpp graph_option.hpp node.hpp ops.hpp
+set(ag_layer_headers_graph collectives.hpp device.hpp dtype.hpp error.hpp graph_option.hpp interrupt.hpp node.hpp ops.hpp
                            tensor.hpp)
 set(ag_layer_headers_ipc "")
 set(ag_layer_headers_cuda "")

@@ -5,6 +5,7 @@
 #include "actorgraph/device.hpp"
 #include "actorgraph/error.hpp"
 #include "actorgraph/graph_option.hpp"
+#include "actorgraph/interrupt.hpp"
 #include "actorgraph/node.hpp"
 #include "actorgraph/ops.hpp"
 #include "actorgraph/runtime.hpp"

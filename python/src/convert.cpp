@@ -8,6 +8,11 @@
 
 namespace ag::python {
 
+bool signals_pending(void*) {
+  py::gil_scoped_acquire locked;
+  return PyErr_CheckSignals() != 0; // the handler's exception stays set for the caller to raise
+}
+
 namespace {
 
 template <class T>
@@ -26,7 +31,7 @@ py::array take(std::vector<T>&& values, const shape_t& shape, const py::dtype& t
 
 template <class T>
 std::vector<T> read(const tensor& t) {
-  py::gil_scoped_release unlocked;
+  waiting unlocked;
   return t.values<T>();
 }
 
@@ -201,7 +206,7 @@ namespace {
 py::array in_place(const tensor& t, const py::dtype& type) {
   std::shared_ptr<const void> bytes;
   {
-    py::gil_scoped_release unlocked;
+    waiting unlocked;
     bytes = t.host_bytes();
   }
   const void* data = bytes.get();
@@ -236,7 +241,7 @@ py::array array_of(const tensor& t, bool raw) {
         return take(read<bfloat16>(t), shape, py::dtype("uint16"));
       return take(
         [&] {
-          py::gil_scoped_release unlocked;
+          waiting unlocked;
           return t.to_vector();
         }(),
         shape, py::dtype("float32"));

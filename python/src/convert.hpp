@@ -15,6 +15,19 @@ namespace ag::python {
 
 namespace py = pybind11;
 
+// What a call that may wait holds: the GIL released, and an interrupt scope whose check runs
+// Python's signal handlers (Ctrl-C's KeyboardInterrupt) every interrupt_period of a wait, which
+// then ends with ag::interrupted and raises what the handler raised.
+bool signals_pending(void*);
+class waiting {
+public:
+  waiting() : scope_(&signals_pending, nullptr) {}
+
+private:
+  py::gil_scoped_release unlocked_;
+  interrupt_scope scope_;
+};
+
 // Python's repr of value, for error messages.
 inline std::string shown(const py::handle& value) { return py::repr(value).cast<std::string>(); }
 

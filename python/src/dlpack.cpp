@@ -80,7 +80,7 @@ py::capsule export_dlpack(const tensor& t) {
                            + " is not on the cpu; .to(\"cpu\") first (CUDA tensors come later)");
   auto e = std::make_unique<exported>();
   {
-    py::gil_scoped_release unlocked;
+    waiting unlocked;
     e->bytes = t.host_bytes();
   }
   e->shape = t.shape();

@@ -10,6 +10,16 @@ namespace ag::python {
 void bind_basics(py::module_& m) {
   py::register_exception<error>(m, "Error", PyExc_RuntimeError)
     .doc() = "A failure of the runtime, with the C++ library's message (a RuntimeError).";
+  // A wait cut short by a signal raises what the signal's handler raised (KeyboardInterrupt).
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p)
+        std::rethrow_exception(p);
+    } catch (const interrupted& e) {
+      if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
+    }
+  });
   py::enum_<dtype> d(m, "dtype", "What a tensor holds.");
   for (dtype t : {dtype::float32, dtype::float16, dtype::bfloat16, dtype::int32, dtype::int64,
                   dtype::uint8}) {

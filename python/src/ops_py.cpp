@@ -12,7 +12,7 @@ namespace ag::python {
 
 namespace {
 
-using unlocked = py::call_guard<py::gil_scoped_release>;
+using unlocked = py::call_guard<waiting>;
 
 void bind_unary(py::module_& m, const char* name, tensor (*f)(const tensor&), const char* doc) {
   m.def(name, f, py::arg("x"), unlocked(), doc);
@@ -96,7 +96,7 @@ void bind_ops(py::module_& m) {
     "broadcast",
     [](const tensor& t, const py::object& to) {
       const auto devices = devices_of(to, "to");
-      py::gil_scoped_release unlocked;
+      waiting unlocked;
       return broadcast(t, devices);
     },
     py::arg("tensor"), py::arg("to"), "Copies of tensor on each device of `to`.");

@@ -142,7 +142,7 @@ public:
   // f(runtime&) without the GIL; ag.Error once closed.
   template <class F>
   auto with(F f) {
-    py::gil_scoped_release unlocked;
+    waiting unlocked;
     std::shared_lock<std::shared_mutex> lock{mutex_};
     if (!rt_)
       throw error("this Runtime is closed");

@@ -12,7 +12,7 @@ namespace ag::python {
 
 namespace {
 
-using unlocked = py::call_guard<py::gil_scoped_release>;
+using unlocked = py::call_guard<waiting>;
 
 // The shape of `args` as reshape(2, 3) or reshape((2, 3)) gives it.
 shape_t shape_args(const py::args& args, const char* what) {
@@ -87,7 +87,7 @@ they were taken: tensors are never written after they are made.)");
       "to",
       [](const tensor& t, const py::object& target) {
         const auto where = device_of(target, "device");
-        py::gil_scoped_release unlocked;
+        waiting unlocked;
         return t.to(where);
       },
       py::arg("device"), "The tensor on another device (the same tensor when already there).")
@@ -95,7 +95,7 @@ they were taken: tensors are never written after they are made.)");
       "astype",
       [](const tensor& t, const py::object& type) {
         const auto to = dtype_of(type, "dtype");
-        py::gil_scoped_release unlocked;
+        waiting unlocked;
         return t.astype(to);
       },
       py::arg("dtype"),
@@ -106,7 +106,7 @@ they were taken: tensors are never written after they are made.)");
       "reshape",
       [](const tensor& t, const py::args& args) {
         const auto shape = shape_args(args, "reshape");
-        py::gil_scoped_release unlocked;
+        waiting unlocked;
         return t.reshape(shape);
       },
       "The same elements in another shape (one dimension may be -1): a view where it can be.")
@@ -116,7 +116,7 @@ they were taken: tensors are never written after they are made.)");
       "permute",
       [](const tensor& t, const py::args& args) {
         const auto dims = shape_args(args, "permute");
-        py::gil_scoped_release unlocked;
+        waiting unlocked;
         return t.permute(dims);
       },
       "A view whose dimension i is dimension dims[i] of this one.")
@@ -128,7 +128,7 @@ they were taken: tensors are never written after they are made.)");
       "sum",
       [](const tensor& t, const py::object& dim, bool keepdim) {
         const auto dims = dims_of(dim, "dim");
-        py::gil_scoped_release unlocked;
+        waiting unlocked;
         return t.sum(dims, keepdim);
       },
       py::arg("dim") = py::none(), py::arg("keepdim") = false,
@@ -137,7 +137,7 @@ they were taken: tensors are never written after they are made.)");
       "mean",
       [](const tensor& t, const py::object& dim, bool keepdim) {
         const auto dims = dims_of(dim, "dim");
-        py::gil_scoped_release unlocked;
+        waiting unlocked;
         return t.mean(dims, keepdim);
       },
       py::arg("dim") = py::none(), py::arg("keepdim") = false,
@@ -146,11 +146,11 @@ they were taken: tensors are never written after they are made.)");
       "max",
       [](const tensor& t, const py::object& dim, bool keepdim) {
         if (dim.is_none()) {
-          py::gil_scoped_release unlocked;
+          waiting unlocked;
           return whole_max(t, keepdim, false);
         }
         const auto d = dim.cast<int64_t>();
-        py::gil_scoped_release unlocked;
+        waiting unlocked;
         return t.max(d, keepdim);
       },
       py::arg("dim") = py::none(), py::arg("keepdim") = false,
@@ -159,11 +159,11 @@ they were taken: tensors are never written after they are made.)");
       "argmax",
       [](const tensor& t, const py::object& dim, bool keepdim) {
         if (dim.is_none()) {
-          py::gil_scoped_release unlocked;
+          waiting unlocked;
           return whole_max(t, keepdim, true);
         }
         const auto d = dim.cast<int64_t>();
-        py::gil_scoped_release unlocked;
+        waiting unlocked;
         return t.argmax(d, keepdim);
       },
       py::arg("dim") = py::none(), py::arg("keepdim") = false,

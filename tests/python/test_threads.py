@@ -4,16 +4,18 @@ import threading
 import time
 
 import numpy as np
+import pytest
 
 import actorgraph as ag
 
 
 def slow_result(rt):
-    """A tensor that takes a second or more of a sim device's time to compute."""
+    """A tensor that takes a second or more of a sim device's time to compute (scaled to keep its
+    values near 1: denormals would be slower)."""
     x = rt.uniform((512, 512), -1, 1, seed=1, device="sim:0")
     y = x
     for _ in range(30):
-        y = (y @ x) * 0.04
+        y = (y @ x) * 0.077
     return y
 
 
@@ -67,3 +69,46 @@ def test_threads_submit_and_read_at_once(rt):
         t.join()
     for i in range(8):
         np.testing.assert_array_equal(results[i], np.full((64,), i + 50.0, dtype=np.float32))
+
+
+def interrupt_after(seconds):
+    """Sends this process SIGINT (Ctrl-C) after `seconds`, from another thread."""
+    import os
+    import signal
+    sent = []
+    timer = threading.Timer(seconds, lambda: (sent.append(time.monotonic()),
+                                              os.kill(os.getpid(), signal.SIGINT)))
+    timer.start()
+    return timer, sent
+
+
+def long_result(rt, steps=100):
+    x = rt.uniform((512, 512), -1, 1, seed=2, device="sim:1")
+    y = x
+    for _ in range(steps):
+        y = (y @ x) * 0.077
+    return y
+
+
+def test_ctrl_c_during_a_read_raises_keyboard_interrupt_and_the_runtime_goes_on(rt):
+    y = long_result(rt)
+    timer, sent = interrupt_after(0.2)
+    with pytest.raises(KeyboardInterrupt):
+        y.numpy()
+    raised = time.monotonic()
+    timer.join()
+    # Well before the work ends (seconds): the wait looks at signals every 50 ms.
+    assert raised - sent[0] < 1.0
+    np.testing.assert_array_equal(y.numpy(), y.numpy())  # the same result, waited for again
+    assert (rt.tensor([1.0, 2.0], device="sim:0") + 1).numpy().tolist() == [2.0, 3.0]
+
+
+def test_ctrl_c_during_sync_raises_keyboard_interrupt(rt):
+    long_result(rt)
+    timer, sent = interrupt_after(0.2)
+    with pytest.raises(KeyboardInterrupt):
+        rt.sync()
+    raised = time.monotonic()
+    timer.join()
+    assert raised - sent[0] < 1.0
+    rt.sync()
