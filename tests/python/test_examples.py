@@ -31,3 +31,13 @@ def test_train_digits_gives_ag_train_s_losses(mode, dtype):
 def test_demo_matches_numpy_in_both_modes():
     out = run([sys.executable, os.path.join(ROOT, "apps/python/demo.py"), "--size=64"])
     assert "all results match NumPy, the same in both modes" in out
+
+
+def test_bench_binding_runs_and_reports_both_modes(tmp_path):
+    out = tmp_path / "binding.json"
+    run([sys.executable, os.path.join(ROOT, "apps/python/bench_binding.py"), "--quick",
+         f"--ag-bench={os.path.join(BUILD, 'apps/ag-bench')}", f"--json={out}"])
+    import json
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["mode"] for r in rows] == ["thread", "process"]
+    assert all(r[k] > 0 for r in rows for k in r if k != "mode")

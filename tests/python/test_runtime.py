@@ -131,3 +131,21 @@ def test_a_forked_process_gets_a_clear_error_and_the_parent_goes_on():
         for w in words:
             assert f"belongs to process {os.getpid()}" in w and f"process {pid} was forked" in w
         assert (a + a).numpy().tolist() == [2.0, 4.0]
+
+
+def test_a_killed_child_raises_ag_error_naming_its_device():
+    import signal
+    import time
+    with ag.Runtime(devices="sim:0,sim:1", per_device_per_process=True, wait_timeout=30.0) as rt:
+        a = rt.tensor([1.0, 2.0], device="sim:1")
+        assert (a + 1).numpy().tolist() == [2.0, 3.0]
+        children = [int(c.split("/")[2]) for c in leftovers(os.getpid()) if c.startswith("/proc/")]
+        assert len(children) == 2
+        for pid in children:  # both children, sim:0's and sim:1's
+            os.kill(pid, signal.SIGKILL)
+        t0 = time.monotonic()
+        with pytest.raises(ag.Error, match=r"sim:1"):
+            (a * 2).numpy()
+        assert time.monotonic() - t0 < 25.0  # found dead, not waited out
+        cpu = rt.tensor([3.0])  # the controller's own cpu lane goes on
+        assert (cpu + 1).numpy().tolist() == [4.0]
