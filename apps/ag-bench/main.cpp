@@ -440,7 +440,12 @@ int start(int argc, char** argv) {
       make("host-to-device, cpu tensor .to()", "GB/s", &mode_figures::h2d_gbps,
            floors.h2d_gbps ? *floors.h2d_gbps : NAN, "cudaMemcpy, registered shm", false,
            ">= 0.9"),
-      make("matmul " + std::to_string(n.matmul_n) + "^2", "TFLOP/s", &mode_figures::matmul_tflops,
+      make("matmul "
+             + std::to_string(devices.front().type == ag::device::kind::cuda
+                                ? n.matmul_n
+                                : std::min(n.matmul_n, 512))
+             + "^2",
+           "TFLOP/s", &mode_figures::matmul_tflops,
            floors.sgemm_tflops ? *floors.sgemm_tflops : NAN, "cuBLAS SGEMM direct", false,
            ">= 0.95"),
     };

@@ -167,7 +167,10 @@ mode_figures measure_mode(const std::vector<ag::device>& devices, bool process,
   }
 
   {
-    const int64_t m = n.matmul_n;
+    // The cpu lane of a sim device multiplies in plain loops: a 4096^2 product there takes
+    // seconds, and 20 of them passed the wait_timeout. Sim devices multiply at most 512^2.
+    const bool gpu = dev0.type == ag::device::kind::cuda;
+    const int64_t m = gpu ? n.matmul_n : std::min<int64_t>(n.matmul_n, 512);
     auto x = rt.full({m, m}, 0.5f, dev0);
     auto y = rt.full({m, m}, 0.25f, dev0);
     auto z = x.matmul(y); // warm-up: loads cuBLAS on a GPU
