@@ -116,6 +116,12 @@ const std::map<std::string, setter>& setters() {
   return table;
 }
 
+std::vector<int64_t> shape_of(const py::handle& value) {
+  if (py::isinstance<py::int_>(value))
+    return {value.cast<int64_t>()};
+  return dims_of(value, "shape");
+}
+
 // The Python object behind ag.Runtime: the runtime until it is closed. Calls run without the GIL,
 // under a shared lock that close() takes alone, so that a runtime is never destroyed while
 // another thread is inside one of its members (runtime.hpp). Every live one is closed at
@@ -148,6 +154,17 @@ public:
       throw error("this Runtime is closed");
     return f(*rt_);
   }
+  // runtime::uniform or runtime::normal of Python's arguments.
+  using random_fill = tensor (runtime::*)(const shape_t&, double, double, uint64_t, const device&,
+                                          dtype);
+  tensor random(random_fill fill, const py::object& shape, double a, double b, uint64_t seed,
+                const py::object& device, const py::object& type) {
+    const auto where = device_of(device, "device");
+    const auto t = type.is_none() ? dtype::float32 : dtype_of(type, "dtype");
+    const auto dims = shape_of(shape);
+    return with([&](runtime& rt) { return (rt.*fill)(dims, a, b, seed, where, t); });
+  }
+
   // runtime::from_bytes, for tensor_of.
   bytes_maker maker() {
     return [this](const shape_t& shape, dtype t, const void* data, std::size_t n,
@@ -203,11 +220,6 @@ py::dict stats_of(const runtime_stats& s) {
   return d;
 }
 
-std::vector<int64_t> shape_of(const py::handle& value) {
-  if (py::isinstance<py::int_>(value))
-    return {value.cast<int64_t>()};
-  return dims_of(value, "shape");
-}
 
 } // namespace
 
@@ -292,10 +304,7 @@ Every runner is ready when it returns. Use it in a `with` block, or close() it.)
       "uniform",
       [](py_runtime& r, const py::object& shape, double low, double high, uint64_t seed,
          const py::object& device, const py::object& type) {
-        const auto where = device_of(device, "device");
-        const auto t = type.is_none() ? dtype::float32 : dtype_of(type, "dtype");
-        const auto dims = shape_of(shape);
-        return r.with([&](runtime& rt) { return rt.uniform(dims, low, high, seed, where, t); });
+        return r.random(&runtime::uniform, shape, low, high, seed, device, type);
       },
       py::arg("shape"), py::arg("low") = 0.0, py::arg("high") = 1.0, py::arg("seed") = 0,
       py::arg("device") = py::none(), py::arg("dtype") = py::none(),
@@ -305,10 +314,7 @@ Every runner is ready when it returns. Use it in a `with` block, or close() it.)
       "normal",
       [](py_runtime& r, const py::object& shape, double mean, double std, uint64_t seed,
          const py::object& device, const py::object& type) {
-        const auto where = device_of(device, "device");
-        const auto t = type.is_none() ? dtype::float32 : dtype_of(type, "dtype");
-        const auto dims = shape_of(shape);
-        return r.with([&](runtime& rt) { return rt.normal(dims, mean, std, seed, where, t); });
+        return r.random(&runtime::normal, shape, mean, std, seed, device, type);
       },
       py::arg("shape"), py::arg("mean") = 0.0, py::arg("std") = 1.0, py::arg("seed") = 0,
       py::arg("device") = py::none(), py::arg("dtype") = py::none(),

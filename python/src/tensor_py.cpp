@@ -29,10 +29,23 @@ py::object item(const tensor& t) {
   return array_of(t, false).attr("reshape")(py::tuple()).attr("item")();
 }
 
-tensor whole_max(const tensor& t, bool keepdim, bool arg) {
+// t.max or t.argmax along dim, or of every element (dim None) as torch.max() gives it.
+tensor along(const tensor& t, const py::object& dim, bool keepdim, bool arg) {
+  const auto d = dim.is_none() ? int64_t{0} : dim.cast<int64_t>();
+  waiting unlocked;
+  if (!dim.is_none())
+    return arg ? t.argmax(d, keepdim) : t.max(d, keepdim);
   const tensor flat = t.reshape({-1});
   tensor r = arg ? flat.argmax(0) : flat.max(0);
   return keepdim ? r.reshape(shape_t(t.shape().size(), 1)) : r;
+}
+
+// t.sum or t.mean over dims (an int, a sequence, or None for every dimension).
+tensor over(const tensor& t, const py::object& dim, bool keepdim,
+            tensor (tensor::*reduce)(const std::vector<int64_t>&, bool) const) {
+  const auto dims = dims_of(dim, "dim");
+  waiting unlocked;
+  return (t.*reduce)(dims, keepdim);
 }
 
 } // namespace
@@ -127,44 +140,28 @@ they were taken: tensors are never written after they are made.)");
     .def(
       "sum",
       [](const tensor& t, const py::object& dim, bool keepdim) {
-        const auto dims = dims_of(dim, "dim");
-        waiting unlocked;
-        return t.sum(dims, keepdim);
+        return over(t, dim, keepdim, &tensor::sum);
       },
       py::arg("dim") = py::none(), py::arg("keepdim") = false,
       "The sum over dim (an int or a tuple; None: every dimension).")
     .def(
       "mean",
       [](const tensor& t, const py::object& dim, bool keepdim) {
-        const auto dims = dims_of(dim, "dim");
-        waiting unlocked;
-        return t.mean(dims, keepdim);
+        return over(t, dim, keepdim, &tensor::mean);
       },
       py::arg("dim") = py::none(), py::arg("keepdim") = false,
       "The mean over dim (an int or a tuple; None: every dimension).")
     .def(
       "max",
       [](const tensor& t, const py::object& dim, bool keepdim) {
-        if (dim.is_none()) {
-          waiting unlocked;
-          return whole_max(t, keepdim, false);
-        }
-        const auto d = dim.cast<int64_t>();
-        waiting unlocked;
-        return t.max(d, keepdim);
+        return along(t, dim, keepdim, false);
       },
       py::arg("dim") = py::none(), py::arg("keepdim") = false,
       "The maximum along dim (None: of every element); NaN when any is.")
     .def(
       "argmax",
       [](const tensor& t, const py::object& dim, bool keepdim) {
-        if (dim.is_none()) {
-          waiting unlocked;
-          return whole_max(t, keepdim, true);
-        }
-        const auto d = dim.cast<int64_t>();
-        waiting unlocked;
-        return t.argmax(d, keepdim);
+        return along(t, dim, keepdim, true);
       },
       py::arg("dim") = py::none(), py::arg("keepdim") = false,
       "The index (int64) of the first largest element along dim (None: of the flattened tensor).")

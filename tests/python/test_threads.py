@@ -19,37 +19,36 @@ def slow_result(rt):
     return y
 
 
-def test_a_wait_lets_other_python_threads_run(thread_rt):
-    y = slow_result(thread_rt)
+def ticks_while(wait):
+    """Runs wait() in another thread; counts this thread's ticks until it returns. Each tick needs
+    the GIL again after its sleep: a wait holding the GIL would allow one."""
     started, done = threading.Event(), threading.Event()
 
-    def wait():
+    def run():
         started.set()
-        y.numpy()
+        wait()
         done.set()
 
-    waiter = threading.Thread(target=wait)
+    waiter = threading.Thread(target=run)
     waiter.start()
     started.wait()
     ticks = 0
     while not done.is_set():
-        # Each tick needs the GIL again after its sleep: a wait holding the GIL would allow one.
         time.sleep(0.01)
         ticks += 1
     waiter.join()
+    return ticks
+
+
+def test_a_wait_lets_other_python_threads_run(thread_rt):
+    y = slow_result(thread_rt)
+    ticks = ticks_while(y.numpy)
     assert ticks >= 10, ticks
 
 
 def test_sync_lets_other_python_threads_run(thread_rt):
     slow_result(thread_rt)
-    done = threading.Event()
-    waiter = threading.Thread(target=lambda: (thread_rt.sync(), done.set()))
-    waiter.start()
-    ticks = 0
-    while not done.is_set():
-        time.sleep(0.01)
-        ticks += 1
-    waiter.join()
+    ticks = ticks_while(thread_rt.sync)
     assert ticks >= 10, ticks
 
 
@@ -71,15 +70,20 @@ def test_threads_submit_and_read_at_once(rt):
         np.testing.assert_array_equal(results[i], np.full((64,), i + 50.0, dtype=np.float32))
 
 
-def interrupt_after(seconds):
-    """Sends this process SIGINT (Ctrl-C) after `seconds`, from another thread."""
+def interrupted_after(seconds, wait):
+    """Sends this process SIGINT (Ctrl-C) after `seconds`, from another thread, while this thread
+    is in wait(), which must raise KeyboardInterrupt: the seconds from the signal to it."""
     import os
     import signal
     sent = []
     timer = threading.Timer(seconds, lambda: (sent.append(time.monotonic()),
                                               os.kill(os.getpid(), signal.SIGINT)))
     timer.start()
-    return timer, sent
+    with pytest.raises(KeyboardInterrupt):
+        wait()
+    raised = time.monotonic()
+    timer.join()
+    return raised - sent[0]
 
 
 def long_result(rt, steps=100):
@@ -92,23 +96,13 @@ def long_result(rt, steps=100):
 
 def test_ctrl_c_during_a_read_raises_keyboard_interrupt_and_the_runtime_goes_on(rt):
     y = long_result(rt)
-    timer, sent = interrupt_after(0.2)
-    with pytest.raises(KeyboardInterrupt):
-        y.numpy()
-    raised = time.monotonic()
-    timer.join()
     # Well before the work ends (seconds): the wait looks at signals every 50 ms.
-    assert raised - sent[0] < 1.0
+    assert interrupted_after(0.2, y.numpy) < 1.0
     np.testing.assert_array_equal(y.numpy(), y.numpy())  # the same result, waited for again
     assert (rt.tensor([1.0, 2.0], device="sim:0") + 1).numpy().tolist() == [2.0, 3.0]
 
 
 def test_ctrl_c_during_sync_raises_keyboard_interrupt(rt):
     long_result(rt)
-    timer, sent = interrupt_after(0.2)
-    with pytest.raises(KeyboardInterrupt):
-        rt.sync()
-    raised = time.monotonic()
-    timer.join()
-    assert raised - sent[0] < 1.0
+    assert interrupted_after(0.2, rt.sync) < 1.0
     rt.sync()
