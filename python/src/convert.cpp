@@ -220,7 +220,7 @@ py::array in_place(const tensor& t, const py::dtype& type) {
     step *= dims[i];
   }
   py::array a(type, dims, strides, data, owner);
-  py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  a.attr("setflags")(py::arg("write") = false);
   return a;
 }
 
