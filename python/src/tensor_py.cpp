@@ -21,6 +21,47 @@ shape_t shape_args(const py::args& args, const char* what) {
   return dims_of(args, what);
 }
 
+// t[key] as NumPy and PyTorch read it, for ints and slices of step 1 (None and a missing stop
+// included), one per leading dimension: slices of t (views), the ints' dimensions dropped.
+tensor indexed(const tensor& t, const py::object& key) {
+  const py::tuple keys = py::isinstance<py::tuple>(key) ? py::reinterpret_borrow<py::tuple>(key)
+                                                        : py::make_tuple(key);
+  const auto& shape = t.shape();
+  if (keys.size() > shape.size())
+    throw py::index_error("too many indices for " + t.str() + ": " + shown(key));
+  tensor r = t;
+  shape_t kept;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    const int64_t n = shape[d];
+    if (d >= keys.size()) {
+      kept.push_back(n);
+      continue;
+    }
+    const py::handle k = keys[d];
+    if (py::isinstance<py::int_>(k) && !py::isinstance<py::bool_>(k)) {
+      int64_t i = k.cast<int64_t>();
+      if (i < -n || i >= n)
+        throw py::index_error("index " + std::to_string(i) + " is out of bounds for dimension "
+                              + std::to_string(d) + " of " + t.str());
+      i = i < 0 ? i + n : i;
+      r = r.slice(static_cast<int64_t>(d), i, i + 1);
+    } else if (py::isinstance<py::slice>(k)) {
+      Py_ssize_t start = 0, stop = 0, step = 0;
+      if (PySlice_Unpack(k.ptr(), &start, &stop, &step) < 0)
+        throw py::error_already_set();
+      const Py_ssize_t length = PySlice_AdjustIndices(n, &start, &stop, step);
+      if (step != 1)
+        throw py::value_error("a slice's step must be 1 (views take no strides but the "
+                              "tensor's), got " + shown(k));
+      r = r.slice(static_cast<int64_t>(d), start, start + length);
+      kept.push_back(length);
+    } else {
+      throw py::type_error("a tensor is indexed by ints and slices, got " + shown(k));
+    }
+  }
+  return r.reshape(kept);
+}
+
 // A single element's value, for item(), float(), int() and bool().
 py::object item(const tensor& t) {
   if (t.numel() != 1)
@@ -135,6 +176,21 @@ they were taken: tensors are never written after they are made.)");
       "A view whose dimension i is dimension dims[i] of this one.")
     .def("slice", &tensor::slice, py::arg("dim"), py::arg("start"), py::arg("end"), unlocked(),
          "Elements [start, end) of dim, as Python slices them: a view.")
+    .def(
+      "__getitem__",
+      [](const tensor& t, const py::object& key) {
+        return indexed(t, key); // views: they do not wait
+      },
+      "t[i], t[a:b], t[i, a:b, ...]: ints and slices of step 1 per leading dimension, as views "
+      "(an int's dimension dropped).")
+    .def_property_readonly(
+      "T",
+      [](const tensor& t) {
+        if (t.dim() != 2)
+          throw py::value_error(".T is the transpose of a 2-D tensor, not of " + t.str());
+        return t.transpose(0, 1);
+      },
+      "The transpose of a 2-D tensor (a view).")
     .def("matmul", &tensor::matmul, unlocked(), "ag.matmul(self, other).")
     .def("relu", py::overload_cast<>(&tensor::relu, py::const_), unlocked(), "max(x, 0).")
     .def(

@@ -131,3 +131,24 @@ def test_a_cpu_tensor_reads_in_place_read_only_and_outlives_its_runtime():
     rt.close()
     assert mine() <= before  # this runtime's names are gone, its store still mapped by `a`
     assert a.tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+def test_indexing_with_ints_and_slices_gives_views_as_numpy_does(rt):
+    x = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    a = rt.tensor(x, device="sim:0")
+    for key in [0, -1, slice(1, None), (1, slice(0, 2)), (slice(None), 2), (0, 1, 2),
+                (slice(-2, None), slice(None, -1), 3), slice(5, 9), (2, slice(3, 1))]:
+        got = a[key]
+        assert got.shape == x[key].shape, key
+        np.testing.assert_array_equal(got.numpy(), x[key])
+    np.testing.assert_array_equal(a[1].T.numpy(), x[1].T)
+    with pytest.raises(IndexError, match="out of bounds for dimension 1"):
+        a[0, 4]
+    with pytest.raises(IndexError, match="too many indices"):
+        a[0, 0, 0, 0]
+    with pytest.raises(ValueError, match="step must be 1"):
+        a[::2]
+    with pytest.raises(TypeError, match="ints and slices"):
+        a["0"]
+    with pytest.raises(ValueError, match="2-D"):
+        a.T
