@@ -12,13 +12,23 @@ board_waits::board_waits(completion_board& board, std::vector<std::string> lanes
                          std::chrono::milliseconds wait_timeout, spin_policy spin)
   : board_(board), lanes_(std::move(lanes)), wait_timeout_(wait_timeout), spin_(spin) {}
 
-bool board_waits::take(ticket_slot& slot) const {
-  return slot.wait(deadline_after(std::min(patience, wait_timeout_)), spin_)
-         && slot.ticket().valid;
+bool board_waits::take(ticket_slot& slot, const std::string& what) const {
+  if (!detail::interruptible())
+    return slot.wait(deadline_after(std::min(patience, wait_timeout_)), spin_)
+           && slot.ticket().valid;
+  // A thread that may be interrupted keeps waiting for a busy executor's ticket, in slices: asked
+  // the ordinary way, the executor's answer could not be interrupted.
+  const auto deadline = deadline_after(wait_timeout_);
+  while (!slot.wait(detail::slice_end(deadline), spin_)) {
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    detail::check_interrupt(what);
+  }
+  return slot.ticket().valid;
 }
 
 std::optional<uint64_t> board_waits::read(ticket_slot& slot, const std::string& what) const {
-  if (!take(slot))
+  if (!take(slot, what))
     return std::nullopt;
   const auto& t = slot.ticket();
   const auto deadline = deadline_after(wait_timeout_);
@@ -41,7 +51,7 @@ std::optional<uint64_t> board_waits::read(ticket_slot& slot, const std::string& 
 }
 
 bool board_waits::sync(ticket_slot& slot) const {
-  if (!take(slot))
+  if (!take(slot, "sync"))
     return false;
   const auto& t = slot.ticket();
   const auto deadline = deadline_after(wait_timeout_);

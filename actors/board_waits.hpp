@@ -20,7 +20,8 @@ namespace ag {
 
 class board_waits {
 public:
-  // How long a ticket may take before the caller asks the executor the ordinary way.
+  // How long a ticket may take before the caller asks the executor the ordinary way (a thread in
+  // an interrupt_scope waits for it as long as for the board: actorgraph/interrupt.hpp).
   static constexpr std::chrono::milliseconds patience{10};
 
   // lanes: the name of each lane ("cpu", "sim:0", ...), for the errors at the deadline.
@@ -34,7 +35,8 @@ public:
   bool sync(ticket_slot& slot) const;
 
 private:
-  bool take(ticket_slot& slot) const;
+  // The executor's ticket: within patience, or (a thread in an interrupt_scope) by the deadline.
+  bool take(ticket_slot& slot, const std::string& what) const;
 
   completion_board& board_;
   std::vector<std::string> lanes_;

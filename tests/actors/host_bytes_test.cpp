@@ -26,7 +26,7 @@ std::vector<T> copied(const std::shared_ptr<const void>& p, std::size_t n) {
 
 } // namespace
 
-TEST_CASE("host_bytes gives a cpu tensor's values in place, a view's made contiguous", "[process]") {
+TEST_CASE("host_bytes gives a cpu tensor's values in place and a view's made contiguous", "[process]") {
   for (bool process : {false, true}) {
     INFO((process ? "process" : "thread") << " mode");
     ag::runtime rt{ag::test::sim_options(process)};
@@ -46,7 +46,7 @@ TEST_CASE("host_bytes gives a cpu tensor's values in place, a view's made contig
   }
 }
 
-TEST_CASE("host_bytes outlive their runtime, whose shared memory's name goes with it",
+TEST_CASE("host_bytes outlive their runtime whose shared memory's name goes with it",
           "[process]") {
   std::shared_ptr<const void> kept;
   {
@@ -60,7 +60,7 @@ TEST_CASE("host_bytes outlive their runtime, whose shared memory's name goes wit
   kept.reset();
 }
 
-TEST_CASE("host_bytes of a device tensor, of a failed one, or after the runtime, is an ag::error",
+TEST_CASE("host_bytes of a device tensor or a failed one or after the runtime is an ag::error",
           "[process]") {
   std::optional<ag::tensor> later;
   {

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <vector>
 
 #include <actorgraph/actorgraph.hpp>
@@ -35,12 +36,13 @@ ag::tensor long_result(ag::runtime& rt) {
 
 } // namespace
 
-TEST_CASE("an interrupt scope's check ends a read and a sync, and the runtime goes on",
+TEST_CASE("an interrupt scope's check ends a read and a sync and the runtime goes on",
           "[process]") {
   for (bool process : {false, true}) {
     INFO((process ? "process" : "thread") << " mode");
     auto opt = ag::test::sim_options(process);
     opt.transport = ag::transport::shared_memory;
+    opt.wait_timeout = std::chrono::minutes{5}; // the whole product, under a sanitizer too
     ag::runtime rt{opt};
     const auto y = long_result(rt);
     after_calls check{2};
