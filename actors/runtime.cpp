@@ -26,6 +26,7 @@
 #include "actors/store_views.hpp"
 #include "actors/process_env.hpp"
 #include "actors/protocol.hpp"
+#include "actors/runtime_devices.hpp"
 #include "cuda/kernel_stream.hpp"
 #include "graph/deadline.hpp"
 #include "graph/runtime_core.hpp"
@@ -38,47 +39,6 @@
 namespace ag {
 
 namespace {
-
-// "auto" (empty) -> every visible CUDA GPU, else sim:0,sim:1; cpu is implicit and dropped;
-// CUDA devices must exist.
-std::vector<device> resolve_devices(const std::vector<device>& wanted) {
-  const int gpus = cuda_device_count();
-  std::vector<device> out;
-  if (wanted.empty()) {
-    for (int i = 0; i < gpus; ++i)
-      out.push_back(device::cuda(i));
-    if (out.empty())
-      out = {device::sim(0), device::sim(1)};
-    return out;
-  }
-  for (const auto& d : wanted) {
-    if (d.type != device::kind::cpu && d.type != device::kind::cuda && d.type != device::kind::sim)
-      throw error("device kind " + std::to_string(static_cast<int>(d.type))
-                  + " is not cpu, cuda or sim");
-    if (d.is_cpu())
-      continue;
-    if (d.index < 0)
-      throw error("device " + d.str() + ": negative index");
-    if (d.local() && d.type == device::kind::cuda && d.index >= gpus)
-      throw error("device " + d.str() + ": only " + std::to_string(gpus)
-                  + " CUDA device(s) visible to this process");
-    if (std::find(out.begin(), out.end(), d) != out.end())
-      throw error("device " + d.str() + " is listed twice");
-    out.push_back(d);
-  }
-  return out;
-}
-
-constexpr std::size_t max_node_streams = 16;
-
-// With nodes: the options that go with them (node_setup checks the nodes themselves).
-void check_node_options(const graph_option& opt) {
-  if (!opt.per_device_per_process)
-    throw error("devices on nodes need process mode (graph_option::per_device_per_process)");
-  if (opt.node_streams > max_node_streams)
-    throw error("graph_option::node_streams " + std::to_string(opt.node_streams)
-                + " is more than " + std::to_string(max_node_streams));
-}
 
 // Whom the nodes serve (node_request::owner): an actor that lives as long as the runtime and
 // does nothing. (An argument: CAF 0.17 dereferences a null pointer spawning a function without.)
