@@ -19,7 +19,10 @@ namespace ag {
 planner::planner(planner_setup setup, planner_outbox& out)
   : out_(out),
     store_base_(setup.store_base),
-    store_(setup.store_size, setup.reserve_store),
+    store_owner_(setup.store ? std::move(setup.store)
+                             : std::make_shared<store_allocator>(setup.store_size,
+                                                                 std::move(setup.reserve_store))),
+    store_(*store_owner_),
     wait_timeout_(setup.wait_timeout),
     max_queued_bytes_(setup.max_queued_bytes),
     max_broadcast_bytes_(setup.max_broadcast_bytes),

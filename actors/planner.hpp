@@ -86,6 +86,9 @@ struct planner_setup {
   std::size_t store_size = 0;
   // Process mode: reserves the shared store's pages in /dev/shm as ranges are first handed out.
   store_allocator::reserve_fn reserve_store;
+  // The store's allocator, shared with the user's threads that write uploads into ranges of their
+  // own (runtime_core::stage); null: the planner makes one of store_size and reserve_store.
+  std::shared_ptr<store_allocator> store;
   // The deadline of every sync, read and wait for store space.
   std::chrono::milliseconds wait_timeout{60000};
   // Process mode: while a child is this far behind in reading broadcasts, the user's threads wait.
@@ -296,7 +299,8 @@ private:
   planner_outbox& out_;
   std::vector<plan_lane> lanes_;
   std::byte* store_base_;
-  store_allocator store_;
+  std::shared_ptr<store_allocator> store_owner_;
+  store_allocator& store_; // *store_owner_
   std::unordered_map<operand_id, tensor_rec> tensors_;
   // In the order they were released: each one's `issued` is at least its predecessor's on every
   // lane, so those that can be freed are always a prefix (freed from the front, O(1) each).

@@ -32,10 +32,13 @@ constexpr uint64_t no_offset = operand_ref::no_offset;
 bool planner::try_submit(op_request& req) {
   const auto l = lane_of(req.where);
   placement p;
-  if (auto why = blocker(req, l); !why.empty())
+  if (auto why = blocker(req, l); !why.empty()) {
     taint(req.out, std::move(why));
-  else
+    if (req.staged != no_offset) // its values go nowhere
+      store_.deallocate(req.staged, req.bytes());
+  } else {
     p = place(*l, req);
+  }
   if (p.no_space)
     return false;
   settle(req, l, p.retire);
@@ -53,7 +56,8 @@ placement planner::place(uint32_t l, op_request& req) {
 
 // Writes upload data to the store (and to the trace, which replays it).
 void planner::store_upload(operand_id out, uint64_t offset, const char* data, uint64_t bytes) {
-  if (bytes > 0) // an empty vector's data() may be null, which memcpy must not get
+  // An empty vector's data() may be null, which memcpy must not get; staged values lie there.
+  if (bytes > 0 && data != reinterpret_cast<const char*>(store_base_) + offset)
     std::memcpy(store_base_ + offset, data, bytes);
   if (trace_) {
     trace::store_write_rec rec{out, offset, {}};
@@ -63,10 +67,16 @@ void planner::store_upload(operand_id out, uint64_t offset, const char* data, ui
 }
 
 placement planner::upload(uint32_t l, op_request& req, uint64_t bytes) {
-  auto off = store_.allocate(bytes);
-  if (!off)
-    return no_space(req.out, bytes, "from_vector -> #" + std::to_string(req.out));
-  store_upload(req.out, *off, req.data.data(), bytes);
+  std::optional<uint64_t> off;
+  if (req.staged != no_offset) { // the user's thread wrote the values there
+    off = req.staged;
+    store_upload(req.out, *off, reinterpret_cast<const char*>(store_base_) + *off, bytes);
+  } else {
+    off = store_.allocate(bytes);
+    if (!off)
+      return no_space(req.out, bytes, "from_vector -> #" + std::to_string(req.out));
+    store_upload(req.out, *off, req.data.data(), bytes);
+  }
   if (l == cpu_lane) {
     tensors_[req.out] = placed_tensor(cpu_lane, *off, bytes, {});
     return {};
@@ -289,7 +299,7 @@ placement planner::compute(uint32_t l, op_request& req) {
 
 // Transfers larger than half the store go through it a quarter of it at a time.
 bool planner::piecewise(const op_request& req) const {
-  if (req.bytes() <= store_.capacity() / 2 || req.where.is_cpu())
+  if (req.bytes() <= store_.capacity() / 2 || req.where.is_cpu() || req.staged != no_offset)
     return false;
   if (req.kind == op_kind::upload)
     return true;

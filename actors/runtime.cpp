@@ -32,6 +32,7 @@
 #include "graph/runtime_core.hpp"
 #include "ipc/completion_board.hpp"
 #include "ipc/shm_channel.hpp"
+#include "ipc/store_allocator.hpp"
 #include "ipc/tensor_store.hpp"
 #include "ipc/timeline.hpp"
 #include "ipc/trace.hpp"
@@ -174,6 +175,8 @@ public:
       setup.plan.reserve_store = [this](uint64_t end) { return env_->store().reserve_to(end); };
     setup.plan.store_base = store().base();
     setup.plan.store_size = store_size_ = store().size();
+    setup.plan.store = allocator_ =
+      std::make_shared<store_allocator>(store_size_, std::move(setup.plan.reserve_store));
     if (borrowed == nullptr) {
       // Every actor of the runtime is detached: the scheduler's pool only needs a thread or two.
       cfg_.emplace();
@@ -253,6 +256,27 @@ public:
 
   bool has_device(const device& d) const noexcept override {
     return d.is_cpu() || std::find(devices_.begin(), devices_.end(), d) != devices_.end();
+  }
+
+  // A range only while the store stays at most half full with it: the executor places what it
+  // holds in the other half (an operator larger than that goes through the store in pieces).
+  std::optional<staging> stage(uint64_t bytes) override {
+    if (fork_.forked() || stopped_ || bytes == 0 || bytes > store_size_ / 2
+        || allocator_->live_bytes() + bytes > store_size_ / 2)
+      return std::nullopt;
+    const auto offset = allocator_->allocate(bytes);
+    if (!offset)
+      return std::nullopt;
+    try {
+      return staging{*offset, views_.view(store(), *offset, "tensor")};
+    } catch (const error&) { // the runtime stopped: the request fails as it is submitted
+      allocator_->deallocate(*offset, bytes);
+      return std::nullopt;
+    }
+  }
+
+  void unstage(uint64_t offset, uint64_t bytes) noexcept override {
+    allocator_->deallocate(offset, bytes);
   }
 
   // Blocks while the operator's device has no room (graph_option::max_in_flight_ops and the
@@ -497,6 +521,7 @@ private:
   caf::actor presence_;      // with nodes: who they serve
   std::shared_ptr<flow_control> flow_;
   std::size_t store_size_ = 0;
+  std::shared_ptr<store_allocator> allocator_; // the planner's, shared
   std::atomic<bool> stopped_{false};
   std::shared_ptr<trace::writer> trace_;
   std::shared_ptr<ag::timeline> timeline_;

@@ -4,8 +4,8 @@
 
 namespace ag {
 
-std::shared_ptr<const std::byte> store_views::view(const tensor_store& store, uint64_t offset,
-                                                   const std::string& what) {
+std::shared_ptr<std::byte> store_views::view(const tensor_store& store, uint64_t offset,
+                                             const std::string& what) {
   std::lock_guard<std::mutex> lock{mutex_};
   if (stopped_)
     throw error(what + ": the runtime was destroyed");

@@ -230,6 +230,9 @@ struct op_request {
   op_layout layout;
   double scalar2 = 0.0;
   std::vector<char> data; // upload only: count elements of type, as bytes
+  // Upload only: the store range the user's thread wrote them into instead (runtime_core::stage),
+  // which the executor then owns; no_offset: they are in data.
+  uint64_t staged = operand_ref::no_offset;
 
   // Bytes of the result.
   uint64_t bytes() const;
@@ -255,7 +258,8 @@ typename Inspector::result_type inspect(Inspector& f, op_request& x) {
     return caf::none;
   });
   return f(caf::meta::type_name("op_request"), x.kind, x.where, x.out, x.a, x.b, x.count, x.m, x.k,
-           x.n, bits, x.type, x.in_type, x.c, x.layout, bits2, x.data, restore);
+           x.n, bits, x.type, x.in_type, x.c, x.layout, bits2, x.data, x.staged,
+           restore);
 }
 
 // The executor's lanes, one per place operators run, each running its operators in order: lane 0

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,17 @@ public:
 
   // True when operators may run on d (cpu, or one of the runtime's devices).
   virtual bool has_device(const device& d) const noexcept = 0;
+
+  // Where an upload of `bytes` writes its values so that they are copied once (into the store,
+  // not into the request): a store range that the request then names (op_request::staged), or
+  // nothing when the store should keep its room for the executor (the values then travel in the
+  // request). A range that is not submitted goes back through unstage.
+  struct staging {
+    uint64_t offset;
+    std::shared_ptr<std::byte> data; // keeps the store mapped while the values are written
+  };
+  virtual std::optional<staging> stage(uint64_t bytes) = 0;
+  virtual void unstage(uint64_t offset, uint64_t bytes) noexcept = 0;
 
   virtual void submit(op_request&& req) = 0;
   // A collective whose results (req.outs) the caller named with next_id().

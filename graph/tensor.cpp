@@ -57,7 +57,15 @@ tensor submit(const std::shared_ptr<runtime_core>& rt, op_request&& req, shape_t
   const operand_id out = req.out;
   const device where = req.where;
   const dtype type = req.type;
-  rt->submit(std::move(req));
+  const uint64_t staged = req.staged;
+  const uint64_t bytes = staged == operand_ref::no_offset ? 0 : req.bytes();
+  try {
+    rt->submit(std::move(req));
+  } catch (...) { // refused: the range its values were written into goes back
+    if (staged != operand_ref::no_offset)
+      rt->unstage(staged, bytes);
+    throw;
+  }
   return tensor_node::make(rt, out, std::move(shape), where, type);
 }
 

@@ -1,5 +1,6 @@
 // Tensors made from values on the caller's thread: full() and the uploads, checked there.
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "actorgraph/error.hpp"
@@ -84,8 +85,15 @@ tensor from_bytes(const std::shared_ptr<runtime_core>& rt, const shape_t& shape,
   req.where = where;
   req.type = req.in_type = type;
   req.count = count;
-  const auto* p = static_cast<const char*>(data);
-  req.data.assign(p, p + nbytes);
+  // The values are copied once: into a store range of their own when the store has room for it,
+  // otherwise into the request (and from there into the store by the executor).
+  if (auto range = nbytes > 0 ? rt->stage(nbytes) : std::nullopt) {
+    std::memcpy(range->data.get(), data, nbytes);
+    req.staged = range->offset;
+  } else {
+    const auto* p = static_cast<const char*>(data);
+    req.data.assign(p, p + nbytes);
+  }
   return submit(rt, std::move(req), shape);
 }
 

@@ -15,6 +15,7 @@ std::optional<uint64_t> store_allocator::allocate(std::size_t bytes) {
   const std::size_t need = rounded(bytes);
   if (need < bytes)
     return std::nullopt;
+  std::lock_guard<std::mutex> lock{mtx_};
   for (auto it = free_.begin(); it != free_.end(); ++it) {
     if (it->second < need)
       continue;
@@ -38,6 +39,7 @@ std::optional<uint64_t> store_allocator::allocate(std::size_t bytes) {
 
 void store_allocator::deallocate(uint64_t offset, std::size_t bytes) noexcept {
   std::size_t size = rounded(bytes);
+  std::lock_guard<std::mutex> lock{mtx_};
   live_ -= size;
   auto next = free_.lower_bound(offset);
   if (next != free_.end() && offset + size == next->first) {
@@ -52,6 +54,16 @@ void store_allocator::deallocate(uint64_t offset, std::size_t bytes) noexcept {
     }
   }
   free_.emplace_hint(next, offset, size);
+}
+
+std::string store_allocator::refusal() const {
+  std::lock_guard<std::mutex> lock{mtx_};
+  return refusal_;
+}
+
+std::size_t store_allocator::live_bytes() const {
+  std::lock_guard<std::mutex> lock{mtx_};
+  return live_;
 }
 
 } // namespace ag

@@ -1,12 +1,14 @@
 // store_allocator: hands out byte ranges of the tensor store as offsets (first fit over a free map
-// that coalesces neighbours). Owned by the executor, the only allocator of the store; runners only
-// ever see offsets.
+// that coalesces neighbours). The executor's planner allocates nearly every range; a user's thread
+// takes one to write an upload's values into directly (runtime_core::stage), so every call locks.
+// Runners only ever see offsets.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -29,20 +31,21 @@ public:
   std::optional<uint64_t> allocate(std::size_t bytes);
 
   // Why the last allocate() that found room could not reserve it; empty otherwise.
-  const std::string& refusal() const noexcept { return refusal_; }
+  std::string refusal() const;
 
   // Returns a range from allocate(offset, bytes of the same call).
   void deallocate(uint64_t offset, std::size_t bytes) noexcept;
 
   std::size_t capacity() const noexcept { return capacity_; }
-  std::size_t live_bytes() const noexcept { return live_; }
+  std::size_t live_bytes() const;
 
 private:
   static std::size_t rounded(std::size_t bytes) noexcept {
     return bytes == 0 ? alignment : (bytes + alignment - 1) / alignment * alignment;
   }
 
-  std::size_t capacity_;
+  const std::size_t capacity_;
+  mutable std::mutex mtx_; // guards what follows
   std::size_t live_ = 0;
   reserve_fn reserve_;
   uint64_t high_water_ = 0; // ranges below it were reserved
