@@ -17,5 +17,7 @@ void bind_tensor(py::module_& m);
 void bind_dlpack(py::module_& m);
 // The free functions of actorgraph/ops.hpp and collectives.hpp.
 void bind_ops(py::module_& m);
+// _reference: the C++ calls apps/python/bench_binding.py times beside Python's.
+void bind_reference(py::module_& m);
 
 } // namespace ag::python

@@ -60,4 +60,5 @@ PYBIND11_MODULE(_actorgraph, m) {
   ag::python::bind_dlpack(m);
   ag::python::bind_runtime(m);
   ag::python::bind_ops(m);
+  ag::python::bind_reference(m);
 }
