@@ -10,6 +10,7 @@
 #include "actorgraph/error.hpp"
 #include "actors/store_fence.hpp"
 #include "cuda/kernel_stream.hpp"
+#include "actors/lane_streams.hpp"
 #include "cuda/naive_runner.hpp"
 #include "ipc/completion_board.hpp"
 #include "ipc/timeline.hpp"
@@ -89,16 +90,29 @@ batch_runner::batch_runner(batch_runner_setup setup, runner_answers& out)
     setup_.timeline->name_track(pid_, track(), setup_.dev.str());
   host_bytes_budget_ = std::max<uint64_t>(setup_.store_size / store_share, 1);
   stream_ = make_stream(setup_.dev);
+  if (setup_.streams)
+    setup_.streams->add(setup_.lane, stream_);
   if (setup_.pin_store)
     stream_->register_host(setup_.store_base, setup_.store_size);
   auto exports = setup_.exports;
   if (setup_.board) // another lane's await may wait for what this one ran
     exports.before_sleep = [this] { publish_before(running_index_, running_launched_); };
   runner_ = std::make_unique<naive_runner>(*stream_, setup_.store_base, setup_.store_size,
-                                           setup_.lane, setup_.peers.get(), std::move(exports));
+                                           setup_.lane, setup_.peers.get(), std::move(exports),
+                                           setup_.streams != nullptr);
 }
 
-batch_runner::~batch_runner() = default;
+// A share of its memory may keep the stream past the runtime, and the store's mapping with it:
+// the store is unregistered now, once the runner gave its operands back.
+batch_runner::~batch_runner() {
+  if (setup_.streams) // first: no share takes the stream from now on
+    setup_.streams->remove(setup_.lane);
+  if (runner_ && stream_.use_count() > 1) // shared: the memory stays until the stream goes
+    runner_->abandon();
+  runner_.reset();
+  if (stream_ && setup_.pin_store)
+    stream_->unregister_host(setup_.store_base);
+}
 
 // Marks the lane failed (on the board first: what is acknowledged after it must not read as
 // success) and reports it.

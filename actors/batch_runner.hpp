@@ -23,6 +23,7 @@ namespace ag {
 
 class completion_board;
 class kernel_stream;
+class lane_streams;
 class naive_runner;
 class peer_directory;
 class timeline;
@@ -47,6 +48,10 @@ struct batch_runner_setup {
   std::shared_ptr<peer_directory> peers;
   // How a read of another child's export waits for it (cuda/export_wait.hpp).
   export_wait_policy exports;
+  // A lane of the controller's process (thread mode): its stream is added here, and its exports
+  // are read in this process (by peer lanes and by the user's threads, tensor::device_bytes), so
+  // they name the operand's address. Null: a child's lane.
+  std::shared_ptr<lane_streams> streams;
 };
 
 class batch_runner {
@@ -79,7 +84,7 @@ private:
 
   batch_runner_setup setup_;
   runner_answers& out_;
-  std::unique_ptr<kernel_stream> stream_;
+  std::shared_ptr<kernel_stream> stream_; // also kept by shares of its memory (lane_streams)
   std::unique_ptr<naive_runner> runner_; // declared after stream_: destroyed before it
   bool failed_ = false;
   bool launched_ = false; // operators launched since the last synchronize

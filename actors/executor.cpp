@@ -226,6 +226,7 @@ void start(executor_self self, executor_setup& setup) {
   topo.board = setup.plan.board;
   topo.peers = !setup.plan.peers.empty() && !setup.process; // children use exports instead
   topo.linger = setup.linger;
+  topo.streams = setup.streams;
   topo.exports.spin = std::max(setup.linger, topo.exports.spin); // a sibling about to write
   topo.exports.timeout = setup.plan.wait_timeout;
   st.gate = flush_gate{setup.linger};
@@ -250,6 +251,12 @@ void start(executor_self self, executor_setup& setup) {
 caf::result<uint64_t> fetch(executor_self self, operand_id id) {
   self->state.gate.wait_arrived();
   self->state.plan->fetch(self->state.wait_for(self, true), id);
+  return caf::delegated<uint64_t>{};
+}
+
+caf::result<uint64_t> share(executor_self self, operand_id id) {
+  self->state.gate.wait_arrived();
+  self->state.plan->share(self->state.wait_for(self, true), id);
   return caf::delegated<uint64_t>{};
 }
 
@@ -327,6 +334,7 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
       plan.release(id);
     },
     [=](fetch_atom, operand_id id) { return fetch(self, id); },
+    [=](share_atom, operand_id id) { return share(self, id); },
     [=](fetch_atom, operand_id id, uint64_t first, uint64_t count) {
       return fetch_piece(self, id, first, count);
     },
@@ -408,6 +416,7 @@ executor_actor::behavior_type stopping(executor_self self) {
     [](submit_atom, collective_request&) {},
     [](release_atom, operand_id) {},
     [=](fetch_atom, operand_id id) { return fetch(self, id); },
+    [=](share_atom, operand_id id) { return share(self, id); },
     [=](fetch_atom, operand_id id, uint64_t first, uint64_t count) {
       return fetch_piece(self, id, first, count);
     },

@@ -29,6 +29,8 @@
 
 namespace ag {
 
+class lane_streams;
+
 struct executor_setup {
   std::vector<device> devices; // besides the cpu
   std::optional<process_setup> process; // empty: thread mode
@@ -37,6 +39,9 @@ struct executor_setup {
   // The shared-memory path: how long the executor, and this process's stream actors, watch their
   // mailboxes once a drain is over before they go back to sleep on them (0: not at all).
   std::chrono::nanoseconds linger{0};
+  // Thread mode: where the stream actors add their streams, for the user's threads that share a
+  // device tensor's memory (tensor::device_bytes); null: nowhere.
+  std::shared_ptr<lane_streams> streams;
   // The store, deadlines, bounds, trace and timeline (its devices and process flag are set from
   // the two fields above).
   planner_setup plan;

@@ -75,7 +75,8 @@ void lane_topology::spawn(topology_setup& setup) {
                                     setup.store_base, setup.store_size,
                                     dev.type == device::kind::cuda, setup.timeline,
                                     setup.board, setup.linger,
-                                    dev.is_cpu() ? nullptr : peers, setup.exports);
+                                    dev.is_cpu() ? nullptr : peers, setup.exports,
+                                    setup.streams);
     }
     owner->monitor(l.runner());
     lanes_.push_back(std::move(l));

@@ -28,6 +28,7 @@
 namespace ag {
 
 class completion_board;
+class lane_streams;
 class ring_publisher;
 class timeline;
 
@@ -54,6 +55,8 @@ struct topology_setup {
   bool peers = false;
   // How their reads of each other's exports wait (graph_option::spin_wait, wait_timeout).
   export_wait_policy exports;
+  // Where this process's runners add their streams (tensor::device_bytes); null: nowhere.
+  std::shared_ptr<lane_streams> streams;
 };
 
 class lane_topology {

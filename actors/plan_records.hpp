@@ -129,10 +129,12 @@ struct pending_free {
   std::vector<uint64_t> issued; // per lane
 };
 
-// A read of a cpu tensor, answered once its writer ran.
+// A read of a cpu tensor, answered once its writer ran; or (shared) where a device tensor of
+// a lane in this process lies, answered once its export was written.
 struct pending_fetch {
   uint64_t wait;
   operand_id operand;
+  bool shared = false;
 };
 
 // A piece of a device tensor too large for the store, copied to a staging range for the user's
@@ -154,7 +156,7 @@ struct pending_sync {
 // A request that arrived while an earlier operator waits for store space: everything after such an
 // operator waits behind it, in arrival order, so that no operator is placed before one it uses.
 struct held_request {
-  enum class kind : uint8_t { submit, release, sync, fetch, piece, collective };
+  enum class kind : uint8_t { submit, release, sync, fetch, share, piece, collective };
   kind what = kind::submit;
   op_request req;         // submit
   collective_request coll; // collective
@@ -162,7 +164,7 @@ struct held_request {
   // submit through the store in pieces: elements placed so far; collective: elements of its
   // chunk order (actors/planner_collective.cpp) placed so far
   uint64_t streamed = 0;
-  operand_id operand = 0; // release, fetch, piece
+  operand_id operand = 0; // release, fetch, share, piece
   uint64_t first = 0;     // piece: its first byte, and its bytes
   uint64_t count = 0;
   uint64_t wait = 0;      // sync, fetch, piece: the wait it answers (and the id of its deadline)

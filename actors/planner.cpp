@@ -85,6 +85,18 @@ void planner::fetch(uint64_t wait, operand_id id) {
   }
 }
 
+void planner::share(uint64_t wait, operand_id id) {
+  if (stopping_) {
+    out_.answer(wait, wait_answer::destroyed("device_bytes of tensor #" + std::to_string(id)));
+  } else if (!held_.empty()) {
+    hold_wait(held_request::kind::share, wait, id);
+    expire_later(wait);
+  } else if (!answer_share(wait, id)) {
+    fetches_.push_back({wait, id, true});
+    expire_later(wait);
+  }
+}
+
 // A piece of a device tensor for a user's thread (to_vector of a tensor too large for the
 // store): answered with a staging range once the piece is copied there.
 void planner::fetch_piece(uint64_t wait, operand_id id, uint64_t first, uint64_t count) {

@@ -138,6 +138,9 @@ public:
   void submit(collective_request& req);
   void release(operand_id id);
   void fetch(uint64_t wait, operand_id id);                                   // a cpu tensor
+  // A device tensor of a lane in this process shared in place (tensor::device_bytes): answered
+  // with the store offset of its export (graph/export_slot.hpp) once that is written.
+  void share(uint64_t wait, operand_id id);
   void fetch_piece(uint64_t wait, operand_id id, uint64_t first, uint64_t count); // staged
   void unstage(uint64_t offset, uint64_t bytes);
   void sync(uint64_t wait);
@@ -282,6 +285,10 @@ private:
   void free_collected(bool& freed);
   void collect_pieces();
   bool answer_fetch(uint64_t wait, operand_id id);
+  bool answer_share(uint64_t wait, operand_id id);
+  bool answer(const pending_fetch& f) {
+    return f.shared ? answer_share(f.wait, f.operand) : answer_fetch(f.wait, f.operand);
+  }
   void expire_later(uint64_t wait);
   void answer_all_waits();
   bool expire_held(uint64_t wait);

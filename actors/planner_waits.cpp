@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "actors/planner.hpp"
+#include "graph/export_slot.hpp"
 #include "ipc/completion_board.hpp"
 #include "graph/deadline.hpp"
 
@@ -11,8 +12,15 @@ namespace ag {
 namespace {
 
 std::string wait_name(const held_request& h) {
-  return h.what == held_request::kind::sync ? std::string{"sync"}
-                                            : "to_vector of tensor #" + std::to_string(h.operand);
+  if (h.what == held_request::kind::sync)
+    return "sync";
+  return (h.what == held_request::kind::share ? "device_bytes of tensor #" : "to_vector of tensor #")
+         + std::to_string(h.operand);
+}
+
+std::string wait_name(const pending_fetch& f) {
+  return (f.shared ? "device_bytes of tensor #" : "to_vector of tensor #")
+         + std::to_string(f.operand);
 }
 
 bool is_wait(const held_request& h) {
@@ -114,9 +122,12 @@ bool planner::drain_head(held_request& h, bool moved) {
         syncs_.push_back({h.wait, entries_now()});
       return true;
     case held_request::kind::fetch:
-      if (!h.answered && !answer_fetch(h.wait, h.operand))
-        fetches_.push_back({h.wait, h.operand});
+    case held_request::kind::share: {
+      const pending_fetch f{h.wait, h.operand, h.what == held_request::kind::share};
+      if (!h.answered && !answer(f))
+        fetches_.push_back(f);
       return true;
+    }
   }
   return true;
 }
@@ -131,7 +142,7 @@ void planner::collect() {
   if (!held_.empty() && (freed || frees_.empty()))
     drain_held();
   for (auto it = fetches_.begin(); it != fetches_.end();) {
-    if (answer_fetch(it->wait, it->operand))
+    if (answer(*it))
       it = fetches_.erase(it);
     else
       ++it;
@@ -201,6 +212,43 @@ bool planner::answer_fetch(uint64_t wait, operand_id id) {
   return true;
 }
 
+// Exports the device operand (once) and answers with its export's offset once that is written; a
+// lane in a child process cannot share its memory with the user's thread.
+bool planner::answer_share(uint64_t wait, operand_id id) {
+  const auto what = "device_bytes of tensor #" + std::to_string(id);
+  auto it = tensors_.find(id);
+  if (it != tensors_.end() && !it->second.failure.empty()) {
+    out_.answer(wait, wait_answer::fail(errc::device_failed, it->second.failure));
+    return true;
+  }
+  if (it == tensors_.end() || it->second.lane == cpu_lane) {
+    out_.answer(wait, wait_answer::fail(errc::bad_request, what + ": not a device tensor"));
+    return true;
+  }
+  auto& rec = it->second;
+  const auto& lane = lanes_[rec.lane];
+  if (lane.remote) {
+    out_.answer(wait, wait_answer::fail(errc::bad_request,
+                                        what + ": " + lane.dev.str()
+                                          + " runs in a process of its own, whose memory this "
+                                            "one cannot use (share it in thread mode, or read it)"));
+    return true;
+  }
+  if (rec.export_slot == operand_ref::no_offset) {
+    std::vector<uint64_t> none;
+    if (!export_all({id}, 0, none)) {
+      out_.answer(wait, wait_answer::fail(errc::device_failed,
+                                          store_full(sizeof(export_slot), what)));
+      return true;
+    }
+    schedule_flush();
+  }
+  if (!satisfied(rec.exported))
+    return false;
+  out_.answer(wait, wait_answer::ok(rec.export_slot));
+  return true;
+}
+
 // Shutdown: every thread still waiting on this runtime gets an error rather than a hang.
 void planner::answer_all_waits() {
   for (auto& h : held_)
@@ -209,8 +257,7 @@ void planner::answer_all_waits() {
   held_.clear();
   held_refs_.clear();
   for (auto& f : fetches_)
-    out_.answer(f.wait,
-                wait_answer::destroyed("to_vector of tensor #" + std::to_string(f.operand)));
+    out_.answer(f.wait, wait_answer::destroyed(wait_name(f)));
   fetches_.clear();
   for (auto& p : pieces_)
     out_.answer(p.wait, wait_answer::destroyed("to_vector"));
@@ -282,11 +329,13 @@ bool planner::expire_pending(uint64_t wait) {
   } else if (auto it = std::find_if(fetches_.begin(), fetches_.end(), match);
              it != fetches_.end()) {
     const auto& rec = tensors_.at(it->operand);
-    out_.answer(wait, wait_answer::fail(
-                        errc::timeout, "to_vector: tensor #" + std::to_string(it->operand)
-                                         + " not written within " + timeout + ": "
-                                         + lanes_[rec.writer.lane].dev.str()
-                                         + " has not acknowledged it"));
+    const auto& by = it->shared ? rec.exported : rec.writer;
+    out_.answer(wait, wait_answer::fail(errc::timeout,
+                                        (it->shared ? "device_bytes: tensor #" : "to_vector: tensor #")
+                                          + std::to_string(it->operand)
+                                          + (it->shared ? " not exported" : " not written")
+                                          + " within " + timeout + ": " + lanes_[by.lane].dev.str()
+                                          + " has not acknowledged it"));
     fetches_.erase(it);
   } else {
     return false;

@@ -55,6 +55,7 @@ namespace ag {
 using submit_atom = caf::atom_constant<caf::atom("submit")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
 using fetch_atom = caf::atom_constant<caf::atom("fetch")>;
+using share_atom = caf::atom_constant<caf::atom("share")>;
 using sync_atom = caf::atom_constant<caf::atom("sync")>;
 using wait_ready_atom = caf::atom_constant<caf::atom("waitready")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
@@ -98,6 +99,7 @@ using executor_actor = caf::typed_actor<
   caf::reacts_to<release_atom, operand_id>,
   caf::replies_to<fetch_atom, operand_id>::with<uint64_t>,
   caf::replies_to<fetch_atom, operand_id, uint64_t, uint64_t>::with<uint64_t>,
+  caf::replies_to<share_atom, operand_id>::with<uint64_t>,
   caf::reacts_to<unstage_atom, uint64_t, uint64_t>, caf::reacts_to<sync_atom>,
   caf::reacts_to<wait_ready_atom>,
   caf::replies_to<stats_atom>::with<uint64_t, uint64_t, uint64_t, uint64_t>,

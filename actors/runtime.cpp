@@ -21,6 +21,7 @@
 #include "actors/node_setup.hpp"
 #include "actors/flow_control.hpp"
 #include "actors/fork_guard.hpp"
+#include "actors/lane_streams.hpp"
 #include "actors/peer_lanes.hpp"
 #include "actors/store_fence.hpp"
 #include "actors/store_views.hpp"
@@ -29,6 +30,7 @@
 #include "actors/runtime_devices.hpp"
 #include "cuda/kernel_stream.hpp"
 #include "graph/deadline.hpp"
+#include "graph/export_slot.hpp"
 #include "graph/runtime_core.hpp"
 #include "ipc/completion_board.hpp"
 #include "ipc/shm_channel.hpp"
@@ -121,6 +123,7 @@ public:
       flow_control::limits{opt_.max_in_flight_ops, opt_.max_in_flight_bytes});
     executor_setup setup;
     setup.devices = devices_;
+    setup.streams = streams_ = std::make_shared<lane_streams>(devices_.size() + 1);
     if (opt_.per_device_per_process) {
       if (with_nodes) { // before anything is created: its errors name the options
         auto lanes = devices_;
@@ -326,6 +329,16 @@ public:
     return p;
   }
 
+  std::shared_ptr<void> share(operand_id id, uint64_t bytes, std::intptr_t stream) override {
+    const std::string what = "device_bytes of tensor #" + std::to_string(id);
+    if (fork_.forked())
+      fork_.refuse(what);
+    const auto slot = wait<uint64_t>(what, share_atom::value, id);
+    if (!store().contains(slot, sizeof(export_slot)))
+      throw error(what + ": store range out of bounds");
+    return streams_->share(store().base() + slot, bytes, devices_, stream, what); // it ran
+  }
+
   bool piecewise(uint64_t bytes) const noexcept override {
     return bytes > store_size_ / 2;
   }
@@ -522,6 +535,7 @@ private:
   std::shared_ptr<flow_control> flow_;
   std::size_t store_size_ = 0;
   std::shared_ptr<store_allocator> allocator_; // the planner's, shared
+  std::shared_ptr<lane_streams> streams_;      // of the lanes in this process
   std::atomic<bool> stopped_{false};
   std::shared_ptr<trace::writer> trace_;
   std::shared_ptr<ag::timeline> timeline_;

@@ -14,6 +14,12 @@ constexpr std::size_t max_node_streams = 16;
 
 } // namespace
 
+int cuda_ordinal(const device& d) {
+  if (d.type != device::kind::cuda || !d.local())
+    throw error("cuda_ordinal: " + d.str() + " is not a CUDA device of this machine");
+  return cuda_ordinal(d.index);
+}
+
 std::vector<device> resolve_devices(const std::vector<device>& wanted) {
   const int gpus = cuda_device_count();
   std::vector<device> out;

@@ -30,6 +30,7 @@
 namespace ag {
 
 class completion_board;
+class lane_streams;
 class peer_directory;
 class timeline;
 
@@ -51,6 +52,7 @@ stream_actor spawn_stream_actor(caf::actor_system& sys, runner_answers_actor rep
                                 completion_board* board = nullptr,
                                 std::chrono::nanoseconds linger = {},
                                 std::shared_ptr<peer_directory> peers = nullptr,
-                                export_wait_policy exports = {});
+                                export_wait_policy exports = {},
+                                std::shared_ptr<lane_streams> streams = nullptr);
 
 } // namespace ag

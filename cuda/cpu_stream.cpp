@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <unordered_set>
 
 #include "actorgraph/error.hpp"
 #include "cuda/cpu_kernels.hpp"
@@ -16,6 +17,16 @@ class cpu_stream final : public kernel_stream {
 public:
   explicit cpu_stream(ag::device d) : device_(d) {}
 
+  // What its runner left to it (naive_runner::abandon) goes with it, as a CUDA stream's allocator
+  // frees its blocks.
+  ~cpu_stream() override {
+    for (void* p : blocks_)
+      std::free(p);
+  }
+
+  cpu_stream(const cpu_stream&) = delete;
+  cpu_stream& operator=(const cpu_stream&) = delete;
+
   ag::device device() const noexcept override { return device_; }
 
   void* allocate(std::size_t bytes) override {
@@ -27,10 +38,19 @@ public:
     if (p == nullptr)
       throw error("allocate on " + device_.str() + ": out of host memory for "
                   + std::to_string(bytes) + " bytes");
+    try {
+      blocks_.insert(p);
+    } catch (...) {
+      std::free(p);
+      throw;
+    }
     return p;
   }
 
-  void deallocate(void* ptr, std::size_t) noexcept override { std::free(ptr); }
+  void deallocate(void* ptr, std::size_t) noexcept override {
+    blocks_.erase(ptr);
+    std::free(ptr);
+  }
 
   void fill(dtype t, void* out, std::size_t count, double value) override {
     cpu::fill(t, out, count, value);
@@ -72,6 +92,7 @@ public:
 
 private:
   ag::device device_;
+  std::unordered_set<void*> blocks_; // allocated and not given back
 };
 
 } // namespace

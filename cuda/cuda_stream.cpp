@@ -447,6 +447,17 @@ int cuda_ordinal(int index) noexcept {
   return map[static_cast<std::size_t>(index)];
 }
 
+void cuda_stream_wait(std::intptr_t consumer, const char (&event)[64]) {
+  cudaEvent_t e = nullptr;
+  std::memcpy(&e, event, sizeof e);
+  if (e == nullptr)
+    throw error("a CUDA stream cannot wait for an export that names no event");
+  cudaStream_t s = consumer == 1   ? cudaStreamLegacy
+                   : consumer == 2 ? cudaStreamPerThread
+                                   : reinterpret_cast<cudaStream_t>(consumer);
+  AG_CUDA_TRY(cudaStreamWaitEvent(s, e, 0));
+}
+
 bool cuda_peer_access(int a, int b) noexcept {
   const int count = cuda_device_count();
   if (a < 0 || b < 0 || a >= count || b >= count)

@@ -98,6 +98,12 @@ int cuda_device_count() noexcept;
 // The GPU that cuda:N runs on (N itself without AG_CUDA_ORDINALS).
 int cuda_ordinal(int index) noexcept;
 
+// Makes another library's CUDA stream `consumer` (a cudaStream_t as an integer; 1: the legacy
+// default stream, 2: the per-thread one) wait for `event`, as an export of a lane of this process
+// names it (record_local): what it runs next reads the exported operand after its writer.
+// ag::error when CUDA fails, or in a build without CUDA.
+void cuda_stream_wait(std::intptr_t consumer, const char (&event)[64]);
+
 // True when cuda:a can read cuda:b's memory directly (the same GPU, or peer access between them).
 bool cuda_peer_access(int a, int b) noexcept;
 

@@ -45,6 +45,14 @@ naive_runner::~naive_runner() {
   }
 }
 
+void naive_runner::abandon() noexcept {
+  for (auto& [id, buf] : operands_)
+    if (peers_)
+      peers_->withdraw(lane_, id);
+  operands_.clear();
+  live_bytes_ = 0;
+}
+
 void* naive_runner::input(const op_desc& op, const operand_ref& ref, std::size_t bytes) const {
   if (ref.on_host()) {
     if (ref.offset > store_size_ || bytes > store_size_ - ref.offset)
@@ -237,10 +245,12 @@ void naive_runner::run_peer(const op_desc& op) {
     auto* at = static_cast<std::byte*>(output(op, op.out, sizeof(export_slot)));
     const void* p = input(op, op.a, bytes);
     export_slot x;
-    if (peers_) // its readers are lanes of this process: they find it in the peer directory
-      stream_.record_local(x.event);
-    else
+    if (peers_ || in_controller_) { // its readers are in this process: the peer directory's
+      stream_.record_local(x.event);  // lanes, and the user's threads, which take the address
+      x.offset = reinterpret_cast<uintptr_t>(p);
+    } else {
       x.offset = stream_.export_memory(p, x.handle, x.event);
+    }
     x.bytes = bytes;
     x.pid = static_cast<int32_t>(::getpid());
     x.lane = lane_;

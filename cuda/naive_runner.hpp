@@ -19,12 +19,14 @@ class naive_runner {
 public:
   // With peers, it runs lane `lane` of its process: it publishes every operand it creates there
   // and reads peer lanes' operands from there (peer_copy, peer_sum). A read of another child's
-  // export waits for it as `exports` says.
+  // export waits for it as `exports` says. in_controller: it runs in the controller's process
+  // (thread mode), whose threads read its exports: they name the operand's address and this
+  // stream's own event, not CUDA IPC handles.
   naive_runner(kernel_stream& stream, std::byte* store_base, std::size_t store_size,
                uint32_t lane = 0, peer_directory* peers = nullptr,
-               export_wait_policy exports = {}) noexcept
+               export_wait_policy exports = {}, bool in_controller = false) noexcept
     : stream_(stream), store_base_(store_base), store_size_(store_size), lane_(lane),
-      peers_(peers), exports_(std::move(exports)) {}
+      peers_(peers), exports_(std::move(exports)), in_controller_(in_controller) {}
 
   ~naive_runner();
 
@@ -38,6 +40,10 @@ public:
   // Frees a device operand (the seed's noHoldOperands); unknown ids are ignored, since an operand
   // whose producer failed was never created.
   void release(operand_id id) noexcept;
+
+  // Leaves every operand's memory to the stream, which frees it when it goes (the stream outlives
+  // the runner while another library shares that memory: tensor::device_bytes).
+  void abandon() noexcept;
 
   // Bytes of device memory held by live operands.
   std::size_t live_bytes() const noexcept { return live_bytes_; }
@@ -80,6 +86,7 @@ private:
   uint32_t lane_;
   peer_directory* peers_;
   export_wait_policy exports_;
+  bool in_controller_;
   std::unordered_map<operand_id, buffer> operands_;
   std::size_t live_bytes_ = 0;
 };

@@ -19,4 +19,8 @@ int cuda_ordinal(int index) noexcept { return index; }
 
 bool cuda_peer_access(int, int) noexcept { return false; }
 
+void cuda_stream_wait(std::intptr_t, const char (&)[64]) {
+  throw error("a CUDA stream cannot wait: this build of actorgraph has no CUDA backend");
+}
+
 } // namespace ag

@@ -32,7 +32,8 @@ struct export_slot {
   int32_t pid = 0;     // the exporting process
   int32_t index = 0;   // its device, cuda:index
   uint64_t bytes = 0;  // of the operand
-  uint64_t offset = 0; // of the operand in the allocation the handle maps (CUDA packs small ones)
+  uint64_t offset = 0; // of the operand in the allocation the handle maps (CUDA packs small ones);
+                       // between lanes of one process: the operand's address
   char handle[64] = {}; // cudaIpcMemHandle_t of that allocation (children only)
   char event[64] = {};  // the exporter's stream event: cudaIpcEventHandle_t, or cudaEvent_t
 };

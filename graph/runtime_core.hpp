@@ -65,6 +65,11 @@ public:
   // Copies out device operand id (`bytes` bytes) a piece at a time through the store.
   virtual void read_device(operand_id id, uint64_t bytes, const destination& into) = 0;
 
+  // Where device operand id (`bytes` bytes, on a lane of this process) lies once its writer ran,
+  // keeping the memory of its lane's stream (past the runtime's end); on a CUDA device, `stream`
+  // (tensor::device_bytes) waits for the writer. The caller keeps the operand alive as long.
+  virtual std::shared_ptr<void> share(operand_id id, uint64_t bytes, std::intptr_t stream) = 0;
+
   virtual void sync() = 0;
 
 private:

@@ -179,6 +179,29 @@ std::shared_ptr<const void> tensor::host_bytes() const {
   return {std::move(h), p};
 }
 
+std::shared_ptr<void> tensor::device_bytes(std::intptr_t stream) const {
+  constexpr const char* what = "device_bytes";
+  const auto& a = checked(what);
+  if (!a.whole())
+    return detail::materialized(*this, what).device_bytes(stream);
+  if (a.where.is_cpu())
+    throw error(std::string{what} + ": " + str() + " is on the cpu (use host_bytes)");
+  if (stream == 0 || stream < -1)
+    throw error(std::string{what} + ": stream " + std::to_string(stream)
+                + " is not a stream (-1: none, 1: the legacy default, 2: the per-thread default, "
+                  "or a cudaStream_t)");
+  auto rt = a.live(what);
+  const uint64_t bytes = bytes_of(a.type, detail::element_count(a.shape, what), what);
+  // The tensor keeps its operand (while the runtime lives), the lane's stream the memory.
+  struct held {
+    std::shared_ptr<void> memory;
+    tensor owner;
+  };
+  auto h = std::make_shared<held>(held{rt->share(a.id, bytes, stream), *this});
+  void* p = h->memory.get();
+  return {std::move(h), p};
+}
+
 namespace {
 
 // The values of t (of dtype T) as floats.

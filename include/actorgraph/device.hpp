@@ -72,4 +72,9 @@ std::vector<device> parse_devices(const std::string& text);
 // "sim:0,sim:1".
 std::string to_string(const std::vector<device>& devices);
 
+// The CUDA ordinal (cudaSetDevice's) that d, a cuda device of this machine, runs on in this
+// process: its index, unless AG_CUDA_ORDINALS maps it to another GPU. ag::error for any other
+// device.
+int cuda_ordinal(const device& d);
+
 } // namespace ag

@@ -101,6 +101,16 @@ public:
   // when the work that produces it failed.
   std::shared_ptr<const void> host_bytes() const;
 
+  // A device tensor's bytes where they lie, for another library to use without a copy (DLPack),
+  // on a device whose lane runs in this process (thread mode); a view is made contiguous first.
+  // When this returns, its writer ran on a sim device; on a CUDA device `stream` waits for it (a
+  // CUDA event): another library's cudaStream_t as an integer, 1 for the legacy default stream,
+  // 2 for the per-thread one, -1 for none (DLPack's numbering). The bytes stay while the pointer,
+  // or a copy of it, lives and the runtime is open (its end frees device memory); they must not
+  // be written. ag::error for a cpu tensor, a device in a child process or on a node, or when the
+  // work that produces it failed.
+  std::shared_ptr<void> device_bytes(std::intptr_t stream) const;
+
   // "float32[4,4] on sim:0".
   std::string str() const;
 

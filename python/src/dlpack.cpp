@@ -1,6 +1,8 @@
-// DLPack for cpu tensors: Tensor.__dlpack__ / __dlpack_device__ export a cpu tensor's bytes in the
-// store without a copy (tensor::host_bytes keeps them); tensor_of_dlpack copies another library's
-// cpu tensor into the store. The structures are DLPack's (dlpack.h, ABI version 0.x), which
+// DLPack: Tensor.__dlpack__ / __dlpack_device__ export a tensor's bytes without a copy: a cpu
+// tensor's in the store (tensor::host_bytes keeps them), a device tensor's where its lane holds them
+// in thread mode (tensor::device_bytes: a CUDA GPU's memory, with the protocol's stream semantics;
+// a sim device's, which is host memory). tensor_of_dlpack copies another library's cpu tensor into
+// the store. The structures are DLPack's (dlpack.h, ABI version 0.x), which
 // NumPy and PyTorch read and write.
 #include <cstdint>
 #include <cstring>
@@ -39,6 +41,28 @@ struct dl_managed_tensor {
 };
 
 constexpr int32_t dl_cpu = 1;
+constexpr int32_t dl_cuda = 2;
+
+// DLPack's (device type, id) of t: a sim device's memory is the host's.
+std::pair<int32_t, int32_t> dl_device_of(const tensor& t) {
+  if (t.device().type == device::kind::cuda)
+    return {dl_cuda, cuda_ordinal(t.device())};
+  return {dl_cpu, 0};
+}
+
+// The stream a consumer names (DLPack: None, or an int: -1 none, 1 and 2 CUDA's default streams,
+// another a cudaStream_t; 0 is ambiguous) as tensor::device_bytes takes it.
+std::intptr_t stream_of(const py::object& stream, const tensor& t) {
+  if (stream.is_none()) // CUDA: the legacy default stream; elsewhere nothing to wait on
+    return t.device().type == device::kind::cuda ? 1 : -1;
+  if (!py::isinstance<py::int_>(stream))
+    throw py::type_error("__dlpack__: stream must be None or an int, got " + shown(stream));
+  const auto s = stream.cast<std::intptr_t>();
+  if (s == 0 || s < -1)
+    throw py::value_error("__dlpack__: stream " + std::to_string(s)
+                          + " is not a stream (None, -1, 1, 2 or a cudaStream_t)");
+  return t.device().type == device::kind::cuda ? s : -1;
+}
 
 dl_data_type dl_type_of(dtype t) {
   switch (t) {
@@ -67,26 +91,28 @@ dtype dtype_of_dl(const dl_data_type& d) {
 
 // What an exported tensor keeps: its bytes and its shape.
 struct exported {
-  std::shared_ptr<const void> bytes;
+  std::shared_ptr<void> bytes;
   std::vector<int64_t> shape;
   dl_managed_tensor managed{};
 };
 
 void delete_exported(dl_managed_tensor* m) { delete static_cast<exported*>(m->manager_ctx); }
 
-py::capsule export_dlpack(const tensor& t) {
-  if (!t.device().is_cpu())
-    throw py::buffer_error("__dlpack__: " + t.str()
-                           + " is not on the cpu; .to(\"cpu\") first (CUDA tensors come later)");
+py::capsule export_dlpack(const tensor& t, const py::object& stream) {
   auto e = std::make_unique<exported>();
-  {
+  const auto [type, id] = dl_device_of(t);
+  if (t.device().is_cpu()) {
     waiting unlocked;
-    e->bytes = t.host_bytes();
+    e->bytes = std::const_pointer_cast<void>(t.host_bytes());
+  } else {
+    const auto s = stream_of(stream, t);
+    waiting unlocked;
+    e->bytes = t.device_bytes(s);
   }
   e->shape = t.shape();
   auto& m = e->managed;
-  m.dl_tensor.data = const_cast<void*>(e->bytes.get()); // DLPack has no const; read it only
-  m.dl_tensor.device = {dl_cpu, 0};
+  m.dl_tensor.data = e->bytes.get(); // to be read only: tensors are never written
+  m.dl_tensor.device = {type, id};
   m.dl_tensor.ndim = static_cast<int32_t>(e->shape.size());
   m.dl_tensor.dtype = dl_type_of(t.dtype());
   m.dl_tensor.shape = e->shape.data();
@@ -150,17 +176,20 @@ void bind_dlpack(py::module_& m) {
   auto cls = py::reinterpret_borrow<py::class_<tensor>>(m.attr("Tensor"));
   cls.def(
        "__dlpack__",
-       [](const tensor& t, const py::object&) { return export_dlpack(t); },
+       [](const tensor& t, const py::object& stream) { return export_dlpack(t, stream); },
        py::arg("stream") = py::none(),
-       "A DLPack capsule of a cpu tensor's bytes in the store, without a copy (read them only).")
+       R"(A DLPack capsule of the tensor's bytes, without a copy (read them only): a cpu tensor's
+in the store; a device tensor's where its device holds them, in thread mode (ag.Error in process
+mode: a child's memory is not this process's). On a CUDA device, `stream` (the consumer's
+cudaStream_t as an int; None: the legacy default stream; -1: none) waits for the tensor's writer.
+The memory stays while the consumer holds it, even past the runtime's end.)")
     .def(
       "__dlpack_device__",
       [](const tensor& t) {
-        if (!t.device().is_cpu())
-          throw py::buffer_error("__dlpack_device__: " + t.str() + " is not on the cpu");
-        return py::make_tuple(dl_cpu, 0);
+        const auto [type, id] = dl_device_of(t);
+        return py::make_tuple(type, id);
       },
-      "(1, 0): DLPack's cpu.");
+      "(2, ordinal) for a CUDA tensor (kDLCUDA); (1, 0) (kDLCPU) for cpu and sim tensors.");
 }
 
 } // namespace ag::python

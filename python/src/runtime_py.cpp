@@ -252,6 +252,12 @@ Every runner is ready when it returns. Use it in a `with` block, or close() it.)
          "Waits (up to wait_timeout) for submitted work, stops every runner and releases the "
          "store. Tensors of a closed runtime raise ag.Error when used. Closing twice does nothing.")
     .def_property_readonly("closed", &py_runtime::closed, "True once close() ran.")
+    .def_property_readonly(
+      "per_device_per_process",
+      [](py_runtime& r) {
+        return r.with([](runtime& rt) { return rt.option().per_device_per_process; });
+      },
+      "True when each device runs in a child process of its own (process mode).")
     .def("__enter__", [](py::object self) { return self; })
     .def("__exit__", [](py_runtime& r, const py::args&) { r.close(); })
     .def(
