@@ -2,10 +2,10 @@
 """bench_binding: what the Python binding costs. `c = a + b` streamed per operator and the
 `(a + b).numpy()` round trip from Python, in thread and process mode, against the same from C++:
 ag-bench's streamed per-step and read round trip (which do exactly this on 4096 floats), run in the
-same run, and the round trip timed from C++ in the same runtime, one trip of each in turn
-(a process-mode runtime's read latency settles at a level that differs between runtimes, so only
-trips of one runtime tell the binding's cost apart). Figures only: nothing is asserted
-(docs/BENCHMARKS.md).
+same run, and the round trip timed from C++ in the same runtime, one trip of each in turn, the
+median difference over three runtimes per mode (a process-mode runtime's read latency settles at a
+level that differs between runtimes, so only trips of one runtime tell the binding's cost apart).
+Figures only: nothing is asserted (docs/BENCHMARKS.md).
 
     PYTHONPATH=build/python python3 apps/python/bench_binding.py --devices=sim:0 \\
         --ag-bench=build/apps/ag-bench [--quick] [--json=FILE]
@@ -77,15 +77,18 @@ def main():
     p.add_argument("--quick", action="store_true", help="fewer steps, for a smoke test")
     p.add_argument("--json", help="write the figures to this file")
     args = p.parse_args()
-    steps, trips = (2000, 100) if args.quick else (50000, 3000)
+    steps, trips, runtimes = (2000, 100, 1) if args.quick else (50000, 3000, 3)
     cpp = cpp_figures(args.ag_bench, args.devices, args.quick)
     rows = []
     for mode in ("thread", "process"):
-        streamed, trip, same_trip, extra = measure(args.devices, mode == "process", steps, trips)
+        # Each runtime settles at a latency level of its own: the medians over several.
+        runs = [measure(args.devices, mode == "process", steps, trips) for _ in range(runtimes)]
+        streamed, trip, same_trip, extra = (statistics.median(r[i] for r in runs) for i in range(4))
         rows.append({"mode": mode, "python_streamed_us": streamed,
                      "cpp_streamed_us": cpp[mode]["streamed_us"], "python_round_trip_us": trip,
                      "cpp_round_trip_us": cpp[mode]["round_trip_us"],
-                     "cpp_same_runtime_round_trip_us": same_trip, "round_trip_extra_us": extra})
+                     "cpp_same_runtime_round_trip_us": same_trip, "round_trip_extra_us": extra,
+                     "round_trip_extra_us_by_runtime": [r[3] for r in runs]})
     print(f"bench_binding: {args.devices}{' (quick)' if args.quick else ''}")
     print(f"{'measure':<34}{'mode':<9}{'Python':>10}{'C++':>10}  against C++   target")
     for r in rows:
@@ -96,7 +99,10 @@ def main():
         print(f"{'(a + b).numpy() round trip, us':<34}{r['mode']:<9}"
               f"{r['python_round_trip_us']:>10.2f}{r['cpp_same_runtime_round_trip_us']:>10.2f}"
               f"  {r['round_trip_extra_us']:>+6.2f} us    <= +5 us")
-    print("(round trip: C++ timed in the same runtime, trip by trip, the median difference; "
+    print(f"(round trip: C++ timed in the same runtime, trip by trip, the median difference; the "
+          f"median over {runtimes} runtime(s) per mode: "
+          + "; ".join(r["mode"] + " " + ", ".join(f"{x:+.2f}" for x in r["round_trip_extra_us_by_runtime"])
+                      for r in rows) + " us; "
           "ag-bench's own run: " + ", ".join(f"{r['mode']} {r['cpp_round_trip_us']:.2f} us"
                                              for r in rows) + ")")
     if args.json:

@@ -1,5 +1,6 @@
 #include "convert.hpp"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -67,14 +68,31 @@ dtype dtype_of(const py::handle& value, const char* what) {
   }
 }
 
+namespace {
+
+// NumPy's dtypes by name, each made once (looked up on every read); never released, so that none
+// outlives the interpreter.
+const py::dtype& numpy_named(int which) {
+  static const auto* made = new std::array<py::dtype, 6>{
+    py::dtype("float32"), py::dtype("float16"), py::dtype("int32"),
+    py::dtype("int64"),   py::dtype("uint8"),   py::dtype("uint16")};
+  return (*made)[static_cast<std::size_t>(which)];
+}
+
+} // namespace
+
 py::dtype numpy_dtype(dtype t) {
   switch (t) {
-    case dtype::float16: return py::dtype("float16");
-    case dtype::int32: return py::dtype("int32");
-    case dtype::int64: return py::dtype("int64");
-    case dtype::uint8: return py::dtype("uint8");
-    default: return py::dtype("float32");
+    case dtype::float16: return numpy_named(1);
+    case dtype::int32: return numpy_named(2);
+    case dtype::int64: return numpy_named(3);
+    case dtype::uint8: return numpy_named(4);
+    default: return numpy_named(0);
   }
+}
+
+py::dtype raw_numpy_dtype(dtype t) {
+  return t == dtype::bfloat16 ? numpy_named(5) : numpy_dtype(t);
 }
 
 device device_of(const py::handle& value, const char* what) {
@@ -229,25 +247,22 @@ py::array in_place(const tensor& t, const py::dtype& type) {
 py::array array_of(const tensor& t, bool raw) {
   const auto& shape = t.shape();
   if (t.device().is_cpu() && (t.dtype() != dtype::bfloat16 || raw))
-    return in_place(t, t.dtype() == dtype::bfloat16 ? py::dtype("uint16") : numpy_dtype(t.dtype()));
+    return in_place(t, raw_numpy_dtype(t.dtype()));
   switch (t.dtype()) {
-    case dtype::float32: return take(read<float>(t), shape, py::dtype("float32"));
-    case dtype::float16: {
-      auto v = read<half>(t);
-      return take(std::move(v), shape, py::dtype("float16"));
-    }
+    case dtype::float32: return take(read<float>(t), shape, numpy_dtype(dtype::float32));
+    case dtype::float16: return take(read<half>(t), shape, numpy_dtype(dtype::float16));
     case dtype::bfloat16:
       if (raw)
-        return take(read<bfloat16>(t), shape, py::dtype("uint16"));
+        return take(read<bfloat16>(t), shape, raw_numpy_dtype(dtype::bfloat16));
       return take(
         [&] {
           waiting unlocked;
           return t.to_vector();
         }(),
-        shape, py::dtype("float32"));
-    case dtype::int32: return take(read<int32_t>(t), shape, py::dtype("int32"));
-    case dtype::int64: return take(read<int64_t>(t), shape, py::dtype("int64"));
-    case dtype::uint8: return take(read<uint8_t>(t), shape, py::dtype("uint8"));
+        shape, numpy_dtype(dtype::float32));
+    case dtype::int32: return take(read<int32_t>(t), shape, numpy_dtype(dtype::int32));
+    case dtype::int64: return take(read<int64_t>(t), shape, numpy_dtype(dtype::int64));
+    case dtype::uint8: return take(read<uint8_t>(t), shape, numpy_dtype(dtype::uint8));
   }
   throw error("numpy: " + t.str() + " has no NumPy dtype");
 }

@@ -36,6 +36,8 @@ inline std::string shown(const py::handle& value) { return py::repr(value).cast<
 dtype dtype_of(const py::handle& value, const char* what);
 // The NumPy dtype that holds t's values: float32 for bfloat16, which NumPy lacks.
 py::dtype numpy_dtype(dtype t);
+// The NumPy dtype that holds t's bits: uint16 for bfloat16.
+py::dtype raw_numpy_dtype(dtype t);
 
 // A device's name ("cuda:0", "n1/sim:1") or None for the cpu.
 device device_of(const py::handle& value, const char* what);

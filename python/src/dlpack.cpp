@@ -162,7 +162,7 @@ tensor tensor_of_dlpack(const py::handle& value, const device& where, const byte
     strides[i] = d.strides ? static_cast<py::ssize_t>(d.strides[i]) * size : step;
     step *= dims[i];
   }
-  const py::dtype holder = t == dtype::bfloat16 ? py::dtype("uint16") : numpy_dtype(t);
+  const py::dtype holder = raw_numpy_dtype(t);
   py::array view(holder, dims, strides, static_cast<const char*>(d.data) + d.byte_offset,
                  py::none());
   py::array values = py::module_::import("numpy")
