@@ -73,29 +73,9 @@ void planner::release(operand_id id) {
   schedule_flush();
 }
 
-void planner::fetch(uint64_t wait, operand_id id) {
-  if (stopping_) {
-    out_.answer(wait, wait_answer::destroyed("to_vector of tensor #" + std::to_string(id)));
-  } else if (!held_.empty()) {
-    hold_wait(held_request::kind::fetch, wait, id);
-    expire_later(wait);
-  } else if (!answer_fetch(wait, id)) {
-    fetches_.push_back({wait, id});
-    expire_later(wait);
-  }
-}
+void planner::fetch(uint64_t wait, operand_id id) { await_operand({wait, id, false}); }
 
-void planner::share(uint64_t wait, operand_id id) {
-  if (stopping_) {
-    out_.answer(wait, wait_answer::destroyed("device_bytes of tensor #" + std::to_string(id)));
-  } else if (!held_.empty()) {
-    hold_wait(held_request::kind::share, wait, id);
-    expire_later(wait);
-  } else if (!answer_share(wait, id)) {
-    fetches_.push_back({wait, id, true});
-    expire_later(wait);
-  }
-}
+void planner::share(uint64_t wait, operand_id id) { await_operand({wait, id, true}); }
 
 // A piece of a device tensor for a user's thread (to_vector of a tensor too large for the
 // store): answered with a staging range once the piece is copied there.

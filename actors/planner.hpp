@@ -286,6 +286,9 @@ private:
   void collect_pieces();
   bool answer_fetch(uint64_t wait, operand_id id);
   bool answer_share(uint64_t wait, operand_id id);
+  // A read or a share: answered now, once the requests held before it are placed, or once what
+  // it waits for ran.
+  void await_operand(const pending_fetch& f);
   bool answer(const pending_fetch& f) {
     return f.shared ? answer_share(f.wait, f.operand) : answer_fetch(f.wait, f.operand);
   }

@@ -212,6 +212,18 @@ bool planner::answer_fetch(uint64_t wait, operand_id id) {
   return true;
 }
 
+void planner::await_operand(const pending_fetch& f) {
+  if (stopping_) {
+    out_.answer(f.wait, wait_answer::destroyed(wait_name(f)));
+  } else if (!held_.empty()) {
+    hold_wait(f.shared ? held_request::kind::share : held_request::kind::fetch, f.wait, f.operand);
+    expire_later(f.wait);
+  } else if (!answer(f)) {
+    fetches_.push_back(f);
+    expire_later(f.wait);
+  }
+}
+
 // Exports the device operand (once) and answers with its export's offset once that is written; a
 // lane in a child process cannot share its memory with the user's thread.
 bool planner::answer_share(uint64_t wait, operand_id id) {

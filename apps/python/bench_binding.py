@@ -2,9 +2,10 @@
 """bench_binding: what the Python binding costs. `c = a + b` streamed per operator and the
 `(a + b).numpy()` round trip from Python, in thread and process mode, against the same from C++:
 ag-bench's streamed per-step and read round trip (which do exactly this on 4096 floats), run in the
-same run, and the round trip timed from C++ in the same runtime, one trip of each in turn, the
-median difference over three runtimes per mode (a process-mode runtime's read latency settles at a
-level that differs between runtimes, so only trips of one runtime tell the binding's cost apart).
+same run, and the round trip timed from C++ in the same runtime, one trip of each in turn (in an
+order drawn for each pair), the median difference over three runtimes per mode (a process-mode
+runtime's read latency settles at a level that differs between runtimes, so only trips of one
+runtime tell the binding's cost apart).
 Figures only: nothing is asserted (docs/BENCHMARKS.md).
 
     PYTHONPATH=build/python python3 apps/python/bench_binding.py --devices=sim:0 \\
@@ -13,6 +14,7 @@ Figures only: nothing is asserted (docs/BENCHMARKS.md).
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -43,11 +45,19 @@ def measure(devices, process, steps, trips):
             streamed = (time.perf_counter() - t0) / n * 1e6
         del c
         py_times, cpp_times = [], []
+        # Which of the two goes first is drawn for each pair: in a fixed order, the releases of
+        # one trip's temporaries (which the executor holds a moment for what follows) can fall
+        # on the same one of the two every time.
+        first = random.Random(7)
         for i in range(trips + 10):
+            cpp_first = first.random() < 0.5
+            if cpp_first:
+                cpp = _reference.round_trip(a, b)
             t0 = time.perf_counter()
             v = (a + b).numpy()
             took = (time.perf_counter() - t0) * 1e6
-            cpp = _reference.round_trip(a, b)
+            if not cpp_first:
+                cpp = _reference.round_trip(a, b)
             if i >= 10:  # the first ones warm up the copy path
                 py_times.append(took)
                 cpp_times.append(cpp)

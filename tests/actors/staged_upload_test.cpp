@@ -45,6 +45,15 @@ struct staging_rig {
     req.staged = *off;
     return req;
   }
+
+  // Stages and submits an upload; returns its range.
+  uint64_t place(uint32_t lane, ag::operand_id out, const std::vector<float>& values) {
+    auto req = staged(lane, out, values);
+    const uint64_t at = req.staged;
+    r.submit(std::move(req));
+    r.drain();
+    return at;
+  }
 };
 
 } // namespace
@@ -52,10 +61,7 @@ struct staging_rig {
 TEST_CASE("a staged upload to the cpu lane is read where the user's thread wrote it",
           "[planner]") {
   staging_rig s;
-  auto req = s.staged(cpu, 1, {1, 2, 3});
-  const uint64_t at = req.staged;
-  s.r.submit(std::move(req));
-  s.r.drain();
+  const uint64_t at = s.place(cpu, 1, {1, 2, 3});
   const auto* t = s.r.plan.tensor(1);
   REQUIRE(t != nullptr);
   CHECK(t->lane == cpu);
@@ -73,10 +79,7 @@ TEST_CASE("a staged upload to the cpu lane is read where the user's thread wrote
 TEST_CASE("a staged upload to a device lane is copied from its range, freed once acknowledged",
           "[planner]") {
   staging_rig s;
-  auto req = s.staged(sim0, 2, {5, 6, 7});
-  const uint64_t at = req.staged;
-  s.r.submit(std::move(req));
-  s.r.drain();
+  const uint64_t at = s.place(sim0, 2, {5, 6, 7});
   const auto& b = s.r.last_batch(sim0);
   REQUIRE(b.ops.size() == 1);
   CHECK(fields(b.ops[0]) == copy_fields({2, no_offset}, {0, at}, 3));
@@ -102,10 +105,7 @@ TEST_CASE("a staged upload larger than half the store is placed whole, not in pi
   staging_rig s;
   std::vector<float> v(store_bytes * 3 / 4 / sizeof(float));
   std::iota(v.begin(), v.end(), 0.0f);
-  auto req = s.staged(sim0, 4, v);
-  const uint64_t at = req.staged;
-  s.r.submit(std::move(req));
-  s.r.drain();
+  const uint64_t at = s.place(sim0, 4, v);
   const auto& b = s.r.last_batch(sim0);
   REQUIRE(b.ops.size() == 1);
   CHECK(fields(b.ops[0]) == copy_fields({4, no_offset}, {0, at}, v.size()));
