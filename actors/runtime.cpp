@@ -27,6 +27,7 @@
 #include "actors/store_views.hpp"
 #include "actors/process_env.hpp"
 #include "actors/protocol.hpp"
+#include "actors/reply_wait.hpp"
 #include "actors/runtime_devices.hpp"
 #include "cuda/kernel_stream.hpp"
 #include "graph/deadline.hpp"
@@ -500,16 +501,19 @@ private:
   T ask(const std::string& what, caf::duration timeout, Ts&&... xs) {
     std::optional<T> result;
     std::optional<caf::error> err;
-    {
+    try {
       caf::scoped_actor self{*sys_};
       auto on_error = [&](caf::error& e) { err = std::move(e); };
       auto handle = self->request(executor_, timeout, std::forward<Ts>(xs)...);
       if constexpr (std::is_same_v<T, caf::unit_t>) // CAF answers unit with an empty message
-        handle.receive([&] { result = caf::unit; }, on_error);
+        receive_reply(self, handle, [&] { result = caf::unit; }, on_error, what);
       else if constexpr (is_tuple<T>::value)
-        handle.receive(keep_reply(result), on_error);
+        receive_reply(self, handle, keep_reply(result), on_error, what);
       else
-        handle.receive([&](T& x) { result = std::move(x); }, on_error);
+        receive_reply(self, handle, [&](T& x) { result = std::move(x); }, on_error, what);
+    } catch (...) { // interrupted
+      forget_thread_logger();
+      throw;
     }
     forget_thread_logger();
     if (err)

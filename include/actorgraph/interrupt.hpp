@@ -5,7 +5,7 @@
 // work it waited for goes on, and can be waited for again: the runtime stays usable.
 //
 // On the sockets path (graph_option::transport = sockets, and every runtime with nodes) a wait is
-// a request to the executor actor and is not interrupted; it ends by wait_timeout as before.
+// a request to the executor actor, whose reply the thread receives in slices of interrupt_period.
 #pragma once
 
 #include <chrono>

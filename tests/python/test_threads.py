@@ -106,3 +106,16 @@ def test_ctrl_c_during_sync_raises_keyboard_interrupt(rt):
     long_result(rt)
     assert interrupted_after(0.2, rt.sync) < 1.0
     rt.sync()
+
+
+@pytest.mark.parametrize("mode", ["thread", "process"])
+def test_ctrl_c_on_the_sockets_path_raises_keyboard_interrupt_and_the_runtime_goes_on(mode):
+    # There the executor answers every wait; the thread receives its reply in slices.
+    with ag.Runtime(devices="sim:0,sim:1", per_device_per_process=mode == "process",
+                    transport="sockets") as rt:
+        y = long_result(rt)
+        assert interrupted_after(0.2, y.numpy) < 1.0
+        assert interrupted_after(0.1, rt.sync) < 1.0
+        rt.sync()
+        np.testing.assert_array_equal(y.numpy(), y.numpy())
+        assert (rt.tensor([1.0], device="sim:0") + 1).numpy().tolist() == [2.0]
