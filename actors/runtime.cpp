@@ -56,25 +56,6 @@ caf::behavior presence(caf::event_based_actor*, std::size_t /* nodes */) {
 // destroying the runtime on any other thread would hang: drop it as soon as the call is over.
 void forget_thread_logger() noexcept { caf::logger::set_current_actor_system(nullptr); }
 
-// The deadline of a request to the executor, which answers by `wait` (plus a grace): none when
-// `wait` is none.
-caf::duration request_timeout(std::chrono::milliseconds wait) {
-  if (no_deadline(wait))
-    return caf::infinite;
-  return caf::duration{saturating_add(wait, std::chrono::seconds{5})};
-}
-
-// A receive handler that keeps a reply of several values.
-template <class... Us>
-auto keep_reply(std::optional<std::tuple<Us...>>& out) {
-  return [&out](Us&... xs) { out.emplace(std::move(xs)...); };
-}
-
-template <class T>
-struct is_tuple : std::false_type {};
-template <class... Us>
-struct is_tuple<std::tuple<Us...>> : std::true_type {};
-
 } // namespace
 
 namespace detail {
