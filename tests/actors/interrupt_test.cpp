@@ -1,6 +1,7 @@
 // interrupt_scope: a thread's waits on a runtime (sync, reads, an operator waiting for room) end
-// with ag::interrupted once the scope's check says so, on the shared-memory path in both modes;
-// the work goes on and can be waited for again; without a scope nothing changes.
+// with ag::interrupted once the scope's check says so, on both paths in both modes (on the sockets
+// path the reply is received in slices); the work goes on and can be waited for again; without a
+// scope nothing changes.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -38,10 +39,12 @@ ag::tensor long_result(ag::runtime& rt) {
 
 TEST_CASE("an interrupt scope's check ends a read and a sync and the runtime goes on",
           "[process]") {
+  for (auto path : {ag::transport::shared_memory, ag::transport::sockets})
   for (bool process : {false, true}) {
-    INFO((process ? "process" : "thread") << " mode");
+    INFO((process ? "process" : "thread") << " mode, "
+         << (path == ag::transport::sockets ? "sockets" : "shared memory"));
     auto opt = ag::test::sim_options(process);
-    opt.transport = ag::transport::shared_memory;
+    opt.transport = path;
     opt.wait_timeout = std::chrono::minutes{5}; // the whole product, under a sanitizer too
     ag::runtime rt{opt};
     const auto y = long_result(rt);
