@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "actorgraph/error.hpp"
+#include "actors/lane_streams.hpp"
 #include "actors/store_fence.hpp"
 #include "cuda/kernel_stream.hpp"
-#include "actors/lane_streams.hpp"
 #include "cuda/naive_runner.hpp"
 #include "ipc/completion_board.hpp"
 #include "ipc/timeline.hpp"

@@ -11,16 +11,15 @@ namespace ag {
 
 namespace {
 
-std::string wait_name(const held_request& h) {
-  if (h.what == held_request::kind::sync)
-    return "sync";
-  return (h.what == held_request::kind::share ? "device_bytes of tensor #" : "to_vector of tensor #")
-         + std::to_string(h.operand);
-}
-
 std::string wait_name(const pending_fetch& f) {
   return (f.shared ? "device_bytes of tensor #" : "to_vector of tensor #")
          + std::to_string(f.operand);
+}
+
+std::string wait_name(const held_request& h) {
+  if (h.what == held_request::kind::sync)
+    return "sync";
+  return wait_name(pending_fetch{h.wait, h.operand, h.what == held_request::kind::share});
 }
 
 bool is_wait(const held_request& h) {

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <unordered_set>
+#include <vector>
 
 #include "actorgraph/error.hpp"
 #include "cuda/cpu_kernels.hpp"
@@ -17,10 +17,9 @@ class cpu_stream final : public kernel_stream {
 public:
   explicit cpu_stream(ag::device d) : device_(d) {}
 
-  // What its runner left to it (naive_runner::abandon) goes with it, as a CUDA stream's allocator
-  // frees its blocks.
+  // What its runner left to it goes with it, as a CUDA stream's allocator frees its blocks.
   ~cpu_stream() override {
-    for (void* p : blocks_)
+    for (void* p : left_)
       std::free(p);
   }
 
@@ -38,18 +37,17 @@ public:
     if (p == nullptr)
       throw error("allocate on " + device_.str() + ": out of host memory for "
                   + std::to_string(bytes) + " bytes");
-    try {
-      blocks_.insert(p);
-    } catch (...) {
-      std::free(p);
-      throw;
-    }
     return p;
   }
 
-  void deallocate(void* ptr, std::size_t) noexcept override {
-    blocks_.erase(ptr);
-    std::free(ptr);
+  void deallocate(void* ptr, std::size_t) noexcept override { std::free(ptr); }
+
+  // Without room to note it, the block stays allocated: another library may still read it.
+  void leave(void* ptr, std::size_t) noexcept override {
+    try {
+      left_.push_back(ptr);
+    } catch (...) {
+    }
   }
 
   void fill(dtype t, void* out, std::size_t count, double value) override {
@@ -92,7 +90,7 @@ public:
 
 private:
   ag::device device_;
-  std::unordered_set<void*> blocks_; // allocated and not given back
+  std::vector<void*> left_; // by its runner (naive_runner::abandon), freed with the stream
 };
 
 } // namespace

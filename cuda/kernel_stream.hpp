@@ -24,6 +24,10 @@ public:
   // Device memory for one operand; no driver allocation per call on CUDA (a caching allocator).
   virtual void* allocate(std::size_t bytes) = 0;
   virtual void deallocate(void* ptr, std::size_t bytes) noexcept = 0;
+  // The runner leaves a block it holds to the stream, which frees it when it goes
+  // (naive_runner::abandon). Nothing to do by default: a CUDA stream's allocator frees every block
+  // it handed out.
+  virtual void leave(void* ptr, std::size_t bytes) noexcept { (void)ptr, (void)bytes; }
 
   // count elements of t at out, each `value` (converted as fill_bits() says).
   virtual void fill(dtype t, void* out, std::size_t count, double value) = 0;

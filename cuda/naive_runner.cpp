@@ -46,9 +46,11 @@ naive_runner::~naive_runner() {
 }
 
 void naive_runner::abandon() noexcept {
-  for (auto& [id, buf] : operands_)
+  for (auto& [id, buf] : operands_) {
     if (peers_)
       peers_->withdraw(lane_, id);
+    stream_.leave(buf.ptr, buf.bytes);
+  }
   operands_.clear();
   live_bytes_ = 0;
 }
