@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "actorgraph/device.hpp"
+#include "actors/step_cache.hpp"
 #include "cuda/export_wait.hpp"
 #include "graph/op.hpp"
 
@@ -26,6 +27,7 @@ class kernel_stream;
 class lane_streams;
 class naive_runner;
 class peer_directory;
+class recording_stream;
 class timeline;
 
 // Where a runner's acknowledgements go (a CAF actor behind it: the executor, a child's pusher).
@@ -52,6 +54,16 @@ struct batch_runner_setup {
   // are read in this process (by peer lanes and by the user's threads, tensor::device_bytes), so
   // they name the operand's address. Null: a child's lane.
   std::shared_ptr<lane_streams> streams;
+  // Steps that repeat, as graphs (graph_option::cuda_graphs).
+  step_policy steps;
+};
+
+// What a runner did with the steps it saw (batch_runner::graphs).
+struct graph_counts {
+  uint64_t launched = 0;     // steps launched as a graph
+  uint64_t instantiated = 0; // graphs made
+  uint64_t updated = 0;      // graphs updated in place for another binding
+  uint64_t failed = 0;       // captures that failed (the step then ran operator by operator)
 };
 
 class batch_runner {
@@ -68,6 +80,7 @@ public:
   // Confirms every batch launched so far.
   void confirm();
   bool unconfirmed() const noexcept { return !pending_.empty(); }
+  const graph_counts& graphs() const noexcept { return graph_counts_; }
 
 private:
   struct pending_ack {
@@ -76,6 +89,9 @@ private:
     uint64_t live;
   };
   std::pair<uint64_t, std::string> run_batch(const batch& b);
+  std::pair<uint64_t, std::string> run_step(const batch& b, step_cache::entry& e,
+                                            bool& as_graph);
+  std::pair<uint64_t, std::string> run_recorded(const batch& b);
   void await_lane(const op_desc& op, uint64_t index, bool launched);
   void publish_before(uint64_t index, bool launched);
   void acknowledge(std::size_t count, bool always = false);
@@ -85,7 +101,16 @@ private:
   batch_runner_setup setup_;
   runner_answers& out_;
   std::shared_ptr<kernel_stream> stream_; // also kept by shares of its memory (lane_streams)
-  std::unique_ptr<naive_runner> runner_; // declared after stream_: destroyed before it
+  std::unique_ptr<recording_stream> recorder_; // in front of stream_: what the runner calls
+  std::unique_ptr<naive_runner> runner_; // declared after these: destroyed before them
+  step_cache steps_;
+  graph_counts graph_counts_;
+  std::vector<recorded_call> calls_; // of the step being recorded
+  std::vector<uint64_t> binding_;    // likewise
+  bool recording_ = false;
+  // The step a graph launched since the last synchronize ran (0: none): an asynchronous failure
+  // names it.
+  uint64_t graph_step_ = 0;
   bool failed_ = false;
   bool launched_ = false; // operators launched since the last synchronize
   int pid_ = 0;

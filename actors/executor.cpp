@@ -227,6 +227,7 @@ void start(executor_self self, executor_setup& setup) {
   topo.peers = !setup.plan.peers.empty() && !setup.process; // children use exports instead
   topo.linger = setup.linger;
   topo.streams = setup.streams;
+  topo.steps = setup.steps;
   topo.exports.spin = std::max(setup.linger, topo.exports.spin); // a sibling about to write
   topo.exports.timeout = setup.plan.wait_timeout;
   st.gate = flush_gate{setup.linger};
@@ -384,16 +385,19 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
     },
     [=](stats_atom) { return stats(self); },
     [=, &plan](ticket_atom, operand_id id, const ticket_slot_ptr& slot) {
+      plan.break_step();
       slot->fill(plan.read_ticket(id));
       self->state.gate.wait_arrived();
       linger(self);
     },
     [=, &plan](ticket_atom, const ticket_slot_ptr& slot) {
+      plan.break_step();
       slot->fill(plan.sync_ticket());
       self->state.gate.wait_arrived();
       linger(self);
     },
     [=](resend_atom) { resend(self); },
+    [&plan](step_atom) { plan.mark_step(); },
     [=, &plan](shutdown_atom) -> caf::result<std::string> {
       auto& st = self->state;
       st.shutdown_waiter = self->make_response_promise();
@@ -436,6 +440,7 @@ executor_actor::behavior_type stopping(executor_self self) {
     [=](stats_atom) { return stats(self); },
     [](ticket_atom, operand_id, const ticket_slot_ptr& slot) { slot->fill({}); },
     [](ticket_atom, const ticket_slot_ptr& slot) { slot->fill({}); },
+    [](step_atom) {},
     [=](resend_atom) { resend(self); },
     [](shutdown_atom) -> caf::result<std::string> {
       return make_error(errc::bad_request, "shutdown: the executor is stopping already");

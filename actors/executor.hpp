@@ -26,6 +26,7 @@
 #include "actors/planner.hpp"
 #include "actors/process_setup.hpp"
 #include "actors/protocol.hpp"
+#include "actors/step_policy.hpp"
 
 namespace ag {
 
@@ -42,6 +43,8 @@ struct executor_setup {
   // Thread mode: where the stream actors add their streams, for the user's threads that share a
   // device tensor's memory (tensor::device_bytes); null: nowhere.
   std::shared_ptr<lane_streams> streams;
+  // Steps as graphs, on every device lane (graph_option::cuda_graphs).
+  step_policy steps;
   // The store, deadlines, bounds, trace and timeline (its devices and process flag are set from
   // the two fields above).
   planner_setup plan;

@@ -67,6 +67,9 @@ void lane_topology::spawn(topology_setup& setup) {
                                  setup.stop_timeout);
       if (setup.timeline)
         ps.args.timeline_part = timeline_part(*setup.process, i);
+      ps.args.graphs = setup.steps.enabled;
+      ps.args.max_graphs = setup.steps.max_graphs;
+      ps.args.graph_after = setup.steps.capture_after;
       if (setup.trace)
         setup.trace->write(trace::startup_rec{i, ps.args});
       l.proxy = spawn_runner_proxy(sys, std::move(ps));
@@ -76,7 +79,7 @@ void lane_topology::spawn(topology_setup& setup) {
                                     dev.type == device::kind::cuda, setup.timeline,
                                     setup.board, setup.linger,
                                     dev.is_cpu() ? nullptr : peers, setup.exports,
-                                    setup.streams);
+                                    setup.streams, dev.is_cpu() ? step_policy{} : setup.steps);
     }
     owner->monitor(l.runner());
     lanes_.push_back(std::move(l));

@@ -24,6 +24,7 @@
 #include "cuda/export_wait.hpp"
 #include "actors/process_setup.hpp"
 #include "actors/protocol.hpp"
+#include "actors/step_policy.hpp"
 
 namespace ag {
 
@@ -57,6 +58,8 @@ struct topology_setup {
   export_wait_policy exports;
   // Where this process's runners add their streams (tensor::device_bytes); null: nowhere.
   std::shared_ptr<lane_streams> streams;
+  // Steps as graphs, on the device lanes (the cpu lane runs its steps operator by operator).
+  step_policy steps;
 };
 
 class lane_topology {

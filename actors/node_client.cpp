@@ -78,7 +78,7 @@ std::map<uint32_t, runner_proxy_actor>
 start_node_lanes(caf::actor_system& sys, const caf::actor& owner, const network_setup& net,
                  const std::vector<device>& devices, uint64_t store_bytes,
                  std::chrono::milliseconds start_timeout, std::chrono::milliseconds stop_timeout,
-                 const node_reprobe& reprobe) {
+                 const node_reprobe& reprobe, const step_policy& steps) {
   std::map<uint32_t, runner_proxy_actor> out;
   for (const auto& n : net.nodes) {
     node_request req;
@@ -91,6 +91,9 @@ start_node_lanes(caf::actor_system& sys, const caf::actor& owner, const network_
     req.store_bytes = store_bytes;
     req.start_timeout_ms = no_deadline(start_timeout) ? INT64_MAX : start_timeout.count();
     req.stop_timeout_ms = no_deadline(stop_timeout) ? INT64_MAX : stop_timeout.count();
+    req.graphs = steps.enabled;
+    req.max_graphs = steps.max_graphs;
+    req.graph_after = steps.capture_after;
     for (uint32_t lane = 0; lane < devices.size(); ++lane)
       if (!devices[lane].local() && devices[lane].node_name() == n.name) {
         req.lanes.push_back(lane);

@@ -15,6 +15,7 @@
 #include "actorgraph/device.hpp"
 #include "actors/process_setup.hpp"
 #include "actors/protocol.hpp"
+#include "actors/step_policy.hpp"
 
 namespace ag {
 
@@ -32,7 +33,7 @@ std::map<uint32_t, runner_proxy_actor>
 start_node_lanes(caf::actor_system& sys, const caf::actor& owner, const network_setup& net,
                  const std::vector<device>& devices, uint64_t store_bytes,
                  std::chrono::milliseconds start_timeout, std::chrono::milliseconds stop_timeout,
-                 const node_reprobe& reprobe);
+                 const node_reprobe& reprobe, const step_policy& steps);
 
 // The address of this machine that packets to HOST:PORT leave from (a UDP socket's route, no
 // packet sent). Throws ag::error naming HOST when it has no IPv4 route.

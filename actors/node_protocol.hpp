@@ -47,13 +47,17 @@ struct node_request {
   uint64_t store_bytes = 0;    // the node's store mirrors the controller's offsets
   int64_t start_timeout_ms = 60000;
   int64_t stop_timeout_ms = 60000;
+  // Steps as graphs on its children (graph_option::cuda_graphs and the options beside it).
+  bool graphs = false;
+  uint64_t max_graphs = 64;
+  uint32_t graph_after = 2;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_request& x) {
   return f(caf::meta::type_name("ag::node_request"), x.owner, x.controller_host, x.pub_port,
            x.pull_port, x.data_ports, x.controller_key, x.lanes, x.devices, x.store_bytes, x.start_timeout_ms,
-           x.stop_timeout_ms);
+           x.stop_timeout_ms, x.graphs, x.max_graphs, x.graph_after);
 }
 
 using node_actor =

@@ -130,6 +130,9 @@ caf::result<std::vector<caf::actor>> start(node_self self, node_request& req) {
     ps.args.curve_server_key = req.controller_key;
     ps.args.curve_public = st.setup.curve_public;
     ps.args.curve_secret = st.setup.curve_secret;
+    ps.args.graphs = req.graphs;
+    ps.args.max_graphs = req.max_graphs;
+    ps.args.graph_after = req.graph_after;
     ps.name = me + "/" + req.devices[i].str();
     auto proxy = spawn_runner_proxy(self->home_system(), std::move(ps));
     self->monitor(proxy);

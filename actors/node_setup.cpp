@@ -95,7 +95,7 @@ void node_setup::open(process_env& env, const std::string& trust_file,
 void node_setup::start(caf::actor_system& sys, const caf::actor& owner, process_env& env,
                        uint64_t store_bytes, std::chrono::milliseconds start_timeout,
                        std::chrono::milliseconds stop_timeout,
-                       const std::string& timeout_name) const {
+                       const std::string& timeout_name, const step_policy& steps) const {
   auto& net = *env.setup().network;
   net.lane_proxy.assign(lanes_.size(), caf::actor{});
   const std::string deadline_text = duration_string(start_timeout) + " (" + timeout_name + ")";
@@ -106,7 +106,7 @@ void node_setup::start(caf::actor_system& sys, const caf::actor& owner, process_
         probe_one(i, deadline, deadline_text);
   };
   for (auto& [lane, proxy] : start_node_lanes(sys, owner, net, lanes_, store_bytes, start_timeout,
-                                              stop_timeout, reprobe))
+                                              stop_timeout, reprobe, steps))
     net.lane_proxy[lane] = caf::actor_cast<caf::actor>(proxy);
 }
 

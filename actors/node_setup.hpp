@@ -14,6 +14,7 @@
 
 #include "actorgraph/device.hpp"
 #include "actorgraph/node.hpp"
+#include "actors/step_policy.hpp"
 #include "ipc/identity.hpp"
 
 namespace ag {
@@ -48,7 +49,8 @@ public:
   // (`timeout_name` in errors); one whose connection is tried again is probed again first.
   void start(caf::actor_system& sys, const caf::actor& owner, process_env& env,
              uint64_t store_bytes, std::chrono::milliseconds start_timeout,
-             std::chrono::milliseconds stop_timeout, const std::string& timeout_name) const;
+             std::chrono::milliseconds stop_timeout, const std::string& timeout_name,
+             const step_policy& steps) const;
 
 private:
   bool has_lanes(const std::string& node_name) const;

@@ -71,6 +71,9 @@ struct plan_lane {
   uint64_t entries_sent = 0;
   uint64_t entries_done = 0;
   std::deque<uint64_t> in_flight; // entries_sent after each batch not yet acknowledged
+  // Steps marked (planner::mark_step) and not yet all sent: where each ends among this lane's
+  // entries (`entries` at its mark) and its number, 0 for one a wait sent before its mark.
+  std::deque<std::pair<uint64_t, uint64_t>> step_ends;
   std::size_t device_live_bytes = 0;
   uint64_t broadcasts_received = 0; // remote: Execute messages its child has read
   std::deque<credit> credits;       // in index order

@@ -73,13 +73,21 @@ void planner::release(operand_id id) {
   schedule_flush();
 }
 
-void planner::fetch(uint64_t wait, operand_id id) { await_operand({wait, id, false}); }
+// A wait sends the open step now (planner_steps.cpp): what it waits for may be in it.
+void planner::fetch(uint64_t wait, operand_id id) {
+  break_step();
+  await_operand({wait, id, false});
+}
 
-void planner::share(uint64_t wait, operand_id id) { await_operand({wait, id, true}); }
+void planner::share(uint64_t wait, operand_id id) {
+  break_step();
+  await_operand({wait, id, true});
+}
 
 // A piece of a device tensor for a user's thread (to_vector of a tensor too large for the
 // store): answered with a staging range once the piece is copied there.
 void planner::fetch_piece(uint64_t wait, operand_id id, uint64_t first, uint64_t count) {
+  break_step();
   if (stopping_)
     return out_.answer(wait, wait_answer::destroyed("to_vector"));
   held_request h;
@@ -105,6 +113,7 @@ void planner::unstage(uint64_t offset, uint64_t bytes) {
 }
 
 void planner::sync(uint64_t wait) {
+  break_step();
   if (stopping_) {
     out_.answer(wait, wait_answer::destroyed("sync"));
   } else if (!held_.empty()) {
@@ -373,6 +382,7 @@ void planner::retire(uint32_t l) {
 // broadcast larger than max_broadcast_bytes is cut into several, in order. A lane whose reads wait
 // only for exports sent in this pass to a lane after it gets its batch in one more broadcast.
 void planner::dispatch() {
+  check_open_step();
   timeline::scoped_span span{timeline_.get(), ::getpid(), 0, "dispatch", "executor"};
   const uint64_t batches_before = batches_, operators_before = operators_;
   for (bool again = true; again;) {
@@ -399,7 +409,7 @@ bool planner::sendable() const {
   for (const auto& ln : lanes_) {
     if (ln.queue.empty() || ln.down || !ln.failed.empty())
       continue;
-    if (ready(ln.queue.front()))
+    if (ready(ln.queue.front()) && step_room(ln).first > 0)
       return true;
   }
   return false;
@@ -426,18 +436,26 @@ bool planner::dispatch_lane(uint32_t l, wire::execute_msg& broadcast, std::size_
   if (ln.queue.empty() || ln.down || !ln.failed.empty())
     return false;
   constexpr std::size_t batch_bytes =
-    sizeof(batch::lane) + sizeof(batch::ops_before) + 2 * wire::max_length_bytes;
+    sizeof(batch::lane) + sizeof(batch::ops_before) + sizeof(batch::step) + 2 * wire::max_length_bytes;
   if (ln.remote && budget < batch_bytes + wire::op_desc_bytes && !broadcast.batches.empty())
     return true;
   std::size_t room = ln.remote && budget > batch_bytes ? budget - batch_bytes : 0;
+  auto [step_left, step] = step_room(ln); // steps: up to the end of the first marked one
   batch b;
   b.lane = l;
   b.ops_before = ln.sent;
+  b.step = step;
   bool cut = false;
+  bool at_mark = false;
   while (!ln.queue.empty()) {
     auto& e = ln.queue.front();
     if (!ready(e))
       break;
+    if (step_left == 0) { // the rest is another step's (or waits for its mark)
+      at_mark = true;
+      break;
+    }
+    --step_left;
     if (ln.remote) {
       const std::size_t bytes = e.release ? wire::no_hold_bytes : wire::op_desc_bytes;
       const bool first = b.ops.empty() && b.no_hold.empty() && broadcast.batches.empty();
@@ -455,6 +473,11 @@ bool planner::dispatch_lane(uint32_t l, wire::execute_msg& broadcast, std::size_
       ln.unsettled.push_back(std::move(e));
     ln.queue.pop_front();
   }
+  const uint64_t sent = ln.entries - ln.queue.size();
+  while (!ln.step_ends.empty() && ln.step_ends.front().first <= sent)
+    ln.step_ends.pop_front();
+  if (at_mark && step_room(ln).first > 0) // the next step goes in a batch of its own
+    cut = true;
   if (b.ops.empty() && b.no_hold.empty())
     return cut;
   ln.sent += b.ops.size();

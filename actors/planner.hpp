@@ -145,6 +145,16 @@ public:
   void unstage(uint64_t offset, uint64_t bytes);
   void sync(uint64_t wait);
   void wait_ready(uint64_t wait);
+  // Ends a step (runtime::mark_step): what was submitted since the last mark goes to each lane as
+  // one batch (more when some of it waits for another lane, or for room in a broadcast), tagged
+  // with the step's number. From the first mark on, operators wait for the mark that ends their
+  // step, unless something waits for them first (a sync, a read, a ticket, a request held for
+  // store space, a step of more than max_step_entries on a lane): then that step goes out now,
+  // untagged (planner_steps.cpp).
+  void mark_step();
+  // A user's thread is about to wait on the board (a ticket): the open step goes out now.
+  void break_step();
+  uint64_t steps() const noexcept { return steps_; }
   // A read of a cpu tensor, or a sync, that the user's thread may wait for on the board itself
   // (actors/plan_records.hpp); not valid when only the planner can answer it now (no board, a
   // failure not yet reported, a held request, a tainted tensor, stopping).
@@ -298,6 +308,10 @@ private:
   bool expire_pending(uint64_t wait);
   std::string silent_lanes(const std::vector<uint64_t>& entries) const;
 
+  // planner_steps.cpp
+  std::pair<uint64_t, uint64_t> step_room(const plan_lane& ln) const;
+  void check_open_step();
+
   // planner_watch.cpp
   void sent_broadcast(wire::execute_msg&& m);
   void check_queued();
@@ -343,6 +357,13 @@ private:
   uint64_t unreported_more_ = 0;
   uint64_t batches_ = 0;
   uint64_t operators_ = 0;
+  // Steps: marks seen (the last step's number); whether any was (operators wait for marks from
+  // then on); whether the open step went out before its mark; the most entries it may hold on a
+  // lane before it goes (half a lane's credits, so that its submitter never waits for it).
+  uint64_t steps_ = 0;
+  bool stepping_ = false;
+  bool step_broken_ = false;
+  uint64_t max_step_entries_ = 4096;
   std::shared_ptr<trace::writer> trace_;
   std::shared_ptr<ag::timeline> timeline_;
   std::vector<std::vector<bool>> peers_;

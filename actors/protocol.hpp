@@ -76,6 +76,7 @@ using progress_atom = caf::atom_constant<caf::atom("progress")>;
 using unstage_atom = caf::atom_constant<caf::atom("unstage")>;
 using ticket_atom = caf::atom_constant<caf::atom("ticket")>;
 using resend_atom = caf::atom_constant<caf::atom("resend")>;
+using step_atom = caf::atom_constant<caf::atom("step")>;
 
 // The tag of the start-up deadline message the executor sends itself.
 struct start_deadline_t {};
@@ -110,7 +111,8 @@ using executor_actor = caf::typed_actor<
   caf::reacts_to<expire_atom, uint64_t>, caf::reacts_to<progress_atom>,
   caf::reacts_to<wait_ready_atom, start_deadline_t>,
   caf::reacts_to<ticket_atom, operand_id, ticket_slot_ptr>,
-  caf::reacts_to<ticket_atom, ticket_slot_ptr>, caf::reacts_to<resend_atom>>;
+  caf::reacts_to<ticket_atom, ticket_slot_ptr>, caf::reacts_to<resend_atom>,
+  caf::reacts_to<step_atom>>;
 
 // One device's runner in this process (actors/stream_actor.hpp).
 using stream_actor = caf::typed_actor<caf::reacts_to<execute_atom, batch>>;

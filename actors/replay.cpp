@@ -157,9 +157,10 @@ private:
     ts.stop_timeout = opt_.timeout;
     ts.peers = peers_;
     ts.exports.timeout = opt_.timeout;
+    ts.steps = opt_.steps;
     if (opt_.nodes && env_) // the nodes serve this replay for as long as it lives
       opt_.nodes->start(sys_, caf::actor_cast<caf::actor>(self_.ptr()), *env_, store_bytes_,
-                        opt_.timeout, opt_.timeout, "replay_options::timeout");
+                        opt_.timeout, opt_.timeout, "replay_options::timeout", opt_.steps);
     topo_.emplace(self_.ptr(), std::move(ts));
     for (const auto& d : devices) {
       replay_lane l;

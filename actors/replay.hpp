@@ -18,6 +18,7 @@
 
 #include "actorgraph/device.hpp"
 #include "actorgraph/graph_option.hpp"
+#include "actors/step_policy.hpp"
 
 namespace ag {
 
@@ -42,6 +43,14 @@ struct replay_options {
   // trusting trust_file, which the replay writes); every child then runs on the sockets path.
   const node_setup* nodes = nullptr;
   std::string trust_file;
+  // Recorded steps (batch::step) as graphs on the device lanes, as graph_option::cuda_graphs and
+  // the options beside it say (their defaults); enabled false: operator by operator.
+  step_policy steps = default_steps();
+  static step_policy default_steps() noexcept {
+    step_policy p;
+    p.enabled = true;
+    return p;
+  }
 };
 
 struct operand_digest {

@@ -105,6 +105,7 @@ public:
       flow_control::limits{opt_.max_in_flight_ops, opt_.max_in_flight_bytes});
     executor_setup setup;
     setup.devices = devices_;
+    setup.steps = steps_of(opt_);
     setup.streams = streams_ = std::make_shared<lane_streams>(devices_.size() + 1);
     if (opt_.per_device_per_process) {
       if (with_nodes) { // before anything is created: its errors name the options
@@ -183,7 +184,7 @@ public:
       presence_ = sys_->spawn(presence, opt_.nodes.size());
       try {
         nodes_->start(*sys_, presence_, *env_, store().size(), opt_.start_timeout,
-                      stop_timeout(opt_.wait_timeout), "graph_option::start_timeout");
+                      stop_timeout(opt_.wait_timeout), "graph_option::start_timeout", steps_of(opt_));
       } catch (...) {
         caf::anon_send_exit(presence_, caf::exit_reason::user_shutdown);
         release_node_proxies();
@@ -357,6 +358,12 @@ public:
     if (board_ && stopped_)
       throw error("sync: the runtime was destroyed while it waited");
     wait<caf::unit_t>("sync", sync_atom::value);
+  }
+
+  void mark_step() {
+    if (fork_.forked())
+      fork_.refuse("mark_step");
+    caf::anon_send(executor_, step_atom::value);
   }
 
   runtime_stats stats() {
@@ -580,6 +587,8 @@ tensor runtime::from_vector(const shape_t& shape, const std::vector<float>& valu
 }
 
 void runtime::sync() { core_->sync(); }
+
+void runtime::mark_step() { core_->mark_step(); }
 
 const std::vector<device>& runtime::devices() const noexcept { return core_->devices(); }
 

@@ -48,6 +48,22 @@ std::vector<device> resolve_devices(const std::vector<device>& wanted) {
   return out;
 }
 
+step_policy steps_of(const graph_option& opt) {
+  if (opt.cuda_graphs != cuda_graphs::off && opt.cuda_graphs != cuda_graphs::automatic)
+    throw error("graph_option::cuda_graphs " + std::to_string(static_cast<int>(opt.cuda_graphs))
+                + " is neither off nor automatic");
+  if (opt.cuda_graph_after == 0)
+    throw error("graph_option::cuda_graph_after 0: a step runs at least once before it is "
+                "captured (its memory is set up on that run); the default is 2");
+  if (opt.max_cuda_graphs == 0)
+    throw error("graph_option::max_cuda_graphs 0: use cuda_graphs = off to keep none");
+  step_policy p;
+  p.enabled = opt.cuda_graphs == cuda_graphs::automatic;
+  p.capture_after = opt.cuda_graph_after;
+  p.max_graphs = opt.max_cuda_graphs;
+  return p;
+}
+
 void check_node_options(const graph_option& opt) {
   if (!opt.per_device_per_process)
     throw error("devices on nodes need process mode (graph_option::per_device_per_process)");

@@ -5,6 +5,7 @@
 
 #include "actorgraph/device.hpp"
 #include "actorgraph/graph_option.hpp"
+#include "actors/step_policy.hpp"
 
 namespace ag {
 
@@ -14,5 +15,9 @@ std::vector<device> resolve_devices(const std::vector<device>& wanted);
 
 // With nodes: the options that go with them (node_setup checks the nodes themselves).
 void check_node_options(const graph_option& opt);
+
+// What graph_option::cuda_graphs and the options beside it ask of every device's runner; ag::error
+// naming the option that is out of range.
+step_policy steps_of(const graph_option& opt);
 
 } // namespace ag

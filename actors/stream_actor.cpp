@@ -59,10 +59,10 @@ stream_actor spawn_stream_actor(caf::actor_system& sys, runner_answers_actor rep
                                 std::chrono::nanoseconds linger,
                                 std::shared_ptr<peer_directory> peers,
                                 export_wait_policy exports,
-                                std::shared_ptr<lane_streams> streams) {
+                                std::shared_ptr<lane_streams> streams, step_policy steps) {
   batch_runner_setup setup{lane,  dev,          store_base,       store_size, pin_store,
                            std::move(timeline), board,            std::move(peers),
-                           exports,             std::move(streams)};
+                           exports,             std::move(streams), steps};
   return sys.spawn<caf::detached>(stream_behavior, std::move(report_to), std::move(setup), linger);
 }
 

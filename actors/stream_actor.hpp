@@ -25,6 +25,7 @@
 
 #include "actorgraph/device.hpp"
 #include "actors/protocol.hpp"
+#include "actors/step_policy.hpp"
 #include "cuda/export_wait.hpp"
 
 namespace ag {
@@ -53,6 +54,7 @@ stream_actor spawn_stream_actor(caf::actor_system& sys, runner_answers_actor rep
                                 std::chrono::nanoseconds linger = {},
                                 std::shared_ptr<peer_directory> peers = nullptr,
                                 export_wait_policy exports = {},
-                                std::shared_ptr<lane_streams> streams = nullptr);
+                                std::shared_ptr<lane_streams> streams = nullptr,
+                                step_policy steps = {});
 
 } // namespace ag

@@ -2,6 +2,9 @@
 // thread, so a sim device keeps a GPU stream's in-order semantics without a GPU.
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <iterator>
+#include <map>
 #include <new>
 #include <vector>
 
@@ -21,6 +24,8 @@ public:
   ~cpu_stream() override {
     for (void* p : left_)
       std::free(p);
+    holding_ = false;
+    trim(0);
   }
 
   cpu_stream(const cpu_stream&) = delete;
@@ -33,6 +38,12 @@ public:
     // still get a distinct address.
     constexpr std::size_t align = 64;
     const std::size_t rounded = bytes == 0 ? align : (bytes + align - 1) / align * align;
+    if (auto it = cache_.find(rounded); it != cache_.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      cached_bytes_ -= rounded;
+      return p;
+    }
     void* p = std::aligned_alloc(align, rounded);
     if (p == nullptr)
       throw error("allocate on " + device_.str() + ": out of host memory for "
@@ -40,7 +51,27 @@ public:
     return p;
   }
 
-  void deallocate(void* ptr, std::size_t) noexcept override { std::free(ptr); }
+  // Into a cache by size, as a CUDA stream's allocator does, so that a step run again gets the
+  // same memory; past max_cached bytes the rest goes back, unless frees are held.
+  void deallocate(void* ptr, std::size_t bytes) noexcept override {
+    constexpr std::size_t align = 64;
+    const std::size_t rounded = bytes == 0 ? align : (bytes + align - 1) / align * align;
+    try {
+      cache_[rounded].push_back(ptr);
+      cached_bytes_ += rounded;
+    } catch (...) {
+      std::free(ptr);
+      return;
+    }
+    if (!holding_)
+      trim(max_cached);
+  }
+
+  void hold_frees(bool hold) noexcept override {
+    holding_ = hold;
+    if (!hold)
+      trim(max_cached);
+  }
 
   // Without room to note it, the block stays allocated: another library may still read it.
   void leave(void* ptr, std::size_t) noexcept override {
@@ -89,8 +120,25 @@ public:
   void synchronize() override {}
 
 private:
+  static constexpr std::size_t max_cached = std::size_t{64} << 20;
+
+  // Gives cached blocks back until at most `keep` bytes are cached, the largest first.
+  void trim(std::size_t keep) noexcept {
+    for (auto it = cache_.begin(); cached_bytes_ > keep && it != cache_.end();) {
+      while (!it->second.empty() && cached_bytes_ > keep) {
+        std::free(it->second.back());
+        it->second.pop_back();
+        cached_bytes_ -= it->first;
+      }
+      it = it->second.empty() ? cache_.erase(it) : std::next(it);
+    }
+  }
+
   ag::device device_;
   std::vector<void*> left_; // by its runner (naive_runner::abandon), freed with the stream
+  std::map<std::size_t, std::vector<void*>, std::greater<>> cache_; // free blocks by size
+  std::size_t cached_bytes_ = 0;
+  bool holding_ = false; // a step is being recorded: what it frees may still be read
 };
 
 } // namespace

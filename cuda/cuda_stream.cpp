@@ -23,6 +23,7 @@
 #include "cuda/caching_allocator.hpp"
 #include "cuda/cublas_gemm.hpp"
 #include "cuda/cuda_error.hpp"
+#include "cuda/cuda_graph.hpp"
 #include "cuda/cuda_ipc.hpp"
 #include "cuda/cuda_kernels.cuh"
 #include "cuda/kernel_stream.hpp"
@@ -359,6 +360,15 @@ public:
 
   // Also where a failed kernel reports: errors while running are sticky and surface here.
   void synchronize() override { AG_CUDA_TRY(cudaStreamSynchronize(stream_.get())); }
+
+  capture_outcome capture(std::vector<recorded_call>& calls,
+                          std::unique_ptr<stream_graph>& graph) override {
+    return cuda::capture(*this, stream_.get(), calls, graph);
+  }
+
+  void launch(stream_graph& graph) override {
+    cuda::launch(stream_.get(), graph, device().str());
+  }
 
 private:
   // Enables this GPU's access to the memory of `from`'s GPU, once; with `needed`, a GPU it cannot

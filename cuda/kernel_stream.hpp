@@ -5,7 +5,11 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "actorgraph/device.hpp"
 #include "cuda/elementwise_call.hpp"
@@ -14,6 +18,26 @@
 #include "graph/philox.hpp"
 
 namespace ag {
+
+class kernel_stream;
+
+// Steps as graphs (graph_option::cuda_graphs): a call a step's operator made on a stream, recorded
+// rather than run (cuda/recording_stream.hpp); op: that operator's place in its batch.
+struct recorded_call {
+  std::size_t op = 0;
+  std::function<void(kernel_stream&)> run;
+};
+
+// What a stream made of a step's recorded calls to launch them as one: a CUDA graph, or on a cpu
+// or sim stream the calls themselves.
+class stream_graph {
+public:
+  virtual ~stream_graph() = default;
+  virtual std::size_t nodes() const noexcept = 0;
+};
+
+// How capture() gave a step its graph: a new one, or the one it had, updated in place.
+enum class capture_outcome { instantiated, updated };
 
 class kernel_stream {
 public:
@@ -28,6 +52,10 @@ public:
   // (naive_runner::abandon). Nothing to do by default: a CUDA stream's allocator frees every block
   // it handed out.
   virtual void leave(void* ptr, std::size_t bytes) noexcept { (void)ptr, (void)bytes; }
+  // While held, memory deallocated stays this stream's (a step's calls being recorded may still
+  // read it); a cpu or sim stream gives back what it would have once released. Nothing to do on
+  // CUDA, whose cache never gives memory back while the stream lives.
+  virtual void hold_frees(bool hold) noexcept { (void)hold; }
 
   // count elements of t at out, each `value` (converted as fill_bits() says).
   virtual void fill(dtype t, void* out, std::size_t count, double value) = 0;
@@ -84,6 +112,22 @@ public:
 
   // Waits until every call made so far has finished; throws the first asynchronous failure.
   virtual void synchronize() = 0;
+
+  // Steps as graphs. capture: makes `calls` (recorded on this stream, in order) one graph,
+  // updating `graph` in place when it holds one the calls fit (CUDA: cudaGraphExecUpdate, the
+  // same kernels with other arguments), else replacing it; nothing runs. Throws ag::error when
+  // the calls cannot be captured (graph is then unchanged). launch: runs a graph after what was
+  // enqueued before. A cpu or sim stream keeps the calls and runs them in order; a call that
+  // throws there (an index out of range) throws from launch as graph_call_error.
+  virtual capture_outcome capture(std::vector<recorded_call>& calls,
+                                  std::unique_ptr<stream_graph>& graph);
+  virtual void launch(stream_graph& graph);
+};
+
+// A call of a graph of a cpu or sim stream failed: `op` is its operator's place in its batch.
+struct graph_call_error : std::runtime_error {
+  graph_call_error(std::size_t op, const std::string& what) : std::runtime_error(what), op(op) {}
+  std::size_t op;
 };
 
 // The stream of a cpu or sim device: the CPU reference kernels, run at once.

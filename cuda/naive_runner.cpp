@@ -61,7 +61,7 @@ void* naive_runner::input(const op_desc& op, const operand_ref& ref, std::size_t
       throw error(describe(op) + ": store range [" + std::to_string(ref.offset) + ", +"
                   + std::to_string(bytes) + ") lies outside the store of "
                   + std::to_string(store_size_) + " bytes");
-    return store_base_ + ref.offset;
+    return bound(store_base_ + ref.offset);
   }
   auto it = operands_.find(ref.id);
   if (it == operands_.end())
@@ -71,7 +71,7 @@ void* naive_runner::input(const op_desc& op, const operand_ref& ref, std::size_t
     throw error(describe(op) + ": operand #" + std::to_string(ref.id) + " holds "
                 + std::to_string(it->second.bytes) + " bytes, the op needs "
                 + std::to_string(bytes));
-  return it->second.ptr;
+  return bound(it->second.ptr);
 }
 
 void* naive_runner::output(const op_desc& op, const operand_ref& ref, std::size_t bytes) {
@@ -85,7 +85,7 @@ void* naive_runner::output(const op_desc& op, const operand_ref& ref, std::size_
   live_bytes_ += bytes;
   if (peers_)
     peers_->publish(lane_, ref.id, {p, bytes, stream_.device()});
-  return p;
+  return bound(p);
 }
 
 void* naive_runner::piece(const op_desc& op, const operand_ref& ref, bool destination) {
@@ -100,6 +100,12 @@ void* naive_runner::piece(const op_desc& op, const operand_ref& ref, bool destin
 }
 
 void naive_runner::run(const op_desc& op) {
+  if (bound_) { // what a kernel of op takes besides op's other fields and its operands' addresses
+    uint64_t bits[2];
+    std::memcpy(&bits[0], &op.scalar, sizeof bits[0]);
+    std::memcpy(&bits[1], &op.scalar2, sizeof bits[1]);
+    bound_->insert(bound_->end(), {bits[0], bits[1], op.m, op.n});
+  }
   if (auto why = malformed(op); !why.empty() && op.kind != op_kind::upload) // as decoders do
     throw error(describe(op) + ": " + why);
   // A kernel reads and writes device memory (or host memory on cpu/sim streams, where the store is

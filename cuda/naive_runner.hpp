@@ -6,7 +6,9 @@
 
 #include <cstddef>
 #include <unordered_map>
+#include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "cuda/export_wait.hpp"
 #include "cuda/kernel_stream.hpp"
@@ -45,6 +47,11 @@ public:
   // the runner while another library shares that memory: tensor::device_bytes).
   void abandon() noexcept;
 
+  // While `into` is set, every operand address an operator resolves, and its scalars, are appended
+  // to it: what the calls a step makes depend on besides its operators' other fields (a step's
+  // graph fits a later run of it when these are the same: actors/step_cache.hpp).
+  void bind_into(std::vector<uint64_t>* into) noexcept { bound_ = into; }
+
   // Bytes of device memory held by live operands.
   std::size_t live_bytes() const noexcept { return live_bytes_; }
   std::size_t live_operands() const noexcept { return operands_.size(); }
@@ -80,6 +87,12 @@ private:
                                        uint64_t slot);
   peer_directory::operand imported(const op_desc& op, uint32_t lane, operand_id id, uint64_t slot);
 
+  void* bound(void* p) const {
+    if (bound_)
+      bound_->push_back(reinterpret_cast<uintptr_t>(p));
+    return p;
+  }
+
   kernel_stream& stream_;
   std::byte* store_base_;
   std::size_t store_size_;
@@ -89,6 +102,7 @@ private:
   bool in_controller_;
   std::unordered_map<operand_id, buffer> operands_;
   std::size_t live_bytes_ = 0;
+  std::vector<uint64_t>* bound_ = nullptr;
 };
 
 } // namespace ag

@@ -274,19 +274,22 @@ constexpr uint32_t device_lane(std::size_t device_index) noexcept {
 // What the executor sends a runner (one lane) per mailbox drain: the seed's Execute(ops,
 // noHoldOperands). ops_before counts the operators the lane was sent before this batch, so a lane's
 // acknowledgement "ops_after() done" says exactly which operators have run; the runner releases
-// no_hold after running ops.
+// no_hold after running ops. step: the number of the step (runtime::mark_step) whose operators on
+// this lane the batch holds, all of them or, when some had to wait for another lane, the next
+// ones in order; 0: no step (no marks, or a step that a wait sent before its mark).
 struct batch {
   uint32_t lane = 0;
   uint64_t ops_before = 0;
   std::vector<op_desc> ops;
   std::vector<operand_id> no_hold;
+  uint64_t step = 0;
 
   uint64_t ops_after() const noexcept { return ops_before + ops.size(); }
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, batch& x) {
-  return f(caf::meta::type_name("batch"), x.lane, x.ops_before, x.ops, x.no_hold);
+  return f(caf::meta::type_name("batch"), x.lane, x.ops_before, x.ops, x.no_hold, x.step);
 }
 
 // A range of the host tensor store, in bytes.

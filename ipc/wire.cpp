@@ -138,7 +138,8 @@ std::size_t encoded_size(const op_desc& op) noexcept {
 
 std::size_t encoded_size(const batch& x) noexcept {
   std::size_t n = sizeof(x.lane) + sizeof(x.ops_before) + length_bytes(x.ops.size())
-                  + length_bytes(x.no_hold.size()) + no_hold_bytes * x.no_hold.size();
+                  + length_bytes(x.no_hold.size()) + no_hold_bytes * x.no_hold.size()
+                  + sizeof(x.step);
   for (const auto& op : x.ops)
     n += encoded_size(op);
   return n;

@@ -20,7 +20,7 @@
 namespace ag::wire {
 
 constexpr char magic[2] = {'A', 'G'};
-constexpr uint8_t version = 4;
+constexpr uint8_t version = 5;
 constexpr std::size_t header_size = 16;
 // ZMQ_MAXMSGSIZE of every receiving socket: the largest frame a peer may send.
 constexpr int64_t max_frame_bytes = int64_t{1} << 30;
@@ -88,13 +88,18 @@ struct startup_args {
   // A node's child: where it subscribes to its lane's Data-in pieces, one connection each (piece
   // id i on endpoint (i - 1) % n). Empty: they come on pub_endpoint.
   std::vector<std::string> data_endpoints;
+  // Steps as graphs (graph_option::cuda_graphs, max_cuda_graphs, cuda_graph_after).
+  bool graphs = false;
+  uint64_t max_graphs = 64;
+  uint32_t graph_after = 2;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, startup_args& x) {
   return f(caf::meta::type_name("startup_args"), x.version, x.pub_endpoint, x.pull_endpoint,
            x.where, x.lane, x.store_name, x.store_bytes, x.parent_pid, x.timeline_part,
-           x.curve_server_key, x.curve_public, x.curve_secret, x.data_endpoints);
+           x.curve_server_key, x.curve_public, x.curve_secret, x.data_endpoints, x.graphs,
+           x.max_graphs, x.graph_after);
 }
 
 struct execute_msg {

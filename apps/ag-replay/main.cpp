@@ -3,7 +3,7 @@
 // recording; prints a digest of every read and every operand still held at the end.
 //
 //   ag-replay TRACE [--mode=process|inproc] [--transport=shared_memory|sockets]
-//                   [--devices=sim:0,...] [--tolerance=REL]
+//                   [--devices=sim:0,...] [--tolerance=REL] [--graphs=auto|off]
 //                   [--timeout=MS] [--expect=DIGESTS] [--digests=OUT] [--runner=PATH]
 //                   [--config-file=FILE] [--version] [--help]
 //
@@ -47,6 +47,7 @@ class replay_config : public ag::app::config {
 public:
   std::string mode = "process";
   std::string transport = "shared_memory";
+  std::string graphs = "auto";
   std::string devices;
   double tolerance = 0;
   int64_t timeout_ms = 60000;
@@ -60,6 +61,7 @@ public:
     opt_group{custom_options_, "global"}
       .add(mode, "mode,m", "process (an ag-runner child per device) or inproc (stream actors here)")
       .add(transport, "transport", "process: shared_memory (a broadcast ring) or sockets")
+      .add(graphs, "graphs", "recorded steps as graphs (auto, the default) or operator by operator (off)")
       .add(devices, "devices,d", "replay the device lanes on these devices (default: as recorded)")
       .add(tolerance, "tolerance", "largest relative difference of a read element (default 0: bit for bit)")
       .add(timeout_ms, "timeout", "deadline in ms of every wait (start-up, each acknowledgement; at most a day)")
@@ -157,6 +159,9 @@ int start(int argc, char** argv) {
   if (cfg.transport != "shared_memory" && cfg.transport != "sockets")
     return cfg.usage("--transport=" + cfg.transport + ": expected shared_memory or sockets");
   opt.transport = cfg.transport == "sockets" ? ag::transport::sockets : ag::transport::shared_memory;
+  if (cfg.graphs != "auto" && cfg.graphs != "off")
+    return cfg.usage("--graphs=" + cfg.graphs + ": expected auto or off");
+  opt.steps.enabled = cfg.graphs == "auto";
   opt.process = cfg.mode == "process";
   opt.runner_path = cfg.runner;
   opt.tolerance = cfg.tolerance;

@@ -109,6 +109,10 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
     const bool pin = args.where.type == ag::device::kind::cuda;
     ag::export_wait_policy exports;
     exports.timeout = std::chrono::milliseconds{cfg.export_wait_ms};
+    ag::step_policy steps;
+    steps.enabled = args.graphs;
+    steps.max_graphs = static_cast<std::size_t>(args.max_graphs);
+    steps.capture_after = args.graph_after;
     caf::actor stream;
     if (channel) { // the ring reader runs the batches; the socket carries the Hellos
       ag::ring_reader_setup rs;
@@ -119,11 +123,12 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
       rs.spin = std::chrono::nanoseconds{cfg.spin_ns};
       rs.runner.exports = exports;
       rs.runner.exports.spin = rs.spin;
+      rs.runner.steps = steps;
       stream = ag::spawn_ring_reader(sys, std::move(rs), pusher, caf::actor_cast<caf::actor>(self));
     } else {
       stream = caf::actor_cast<caf::actor>(ag::spawn_stream_actor(
         sys, caf::actor_cast<ag::runner_answers_actor>(pusher), args.lane, args.where,
-        store.base(), store.size(), pin, timeline, nullptr, {}, nullptr, exports));
+        store.base(), store.size(), pin, timeline, nullptr, {}, nullptr, exports, nullptr, steps));
     }
     self->monitor(stream);
     auto subscriber = ag::spawn_subscriber(sys, ctx, args.pub_endpoint, args.lane,

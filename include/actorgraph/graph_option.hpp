@@ -22,6 +22,12 @@ enum class transport {
   sockets,
 };
 
+// Whether steps that repeat (runtime::mark_step) run as graphs (graph_option::cuda_graphs).
+enum class cuda_graphs {
+  off,       // every step runs operator by operator, as without marks
+  automatic, // a step a device runs again is captured once its memory settled, then replayed
+};
+
 // Bounds of the options below (each option's comment says what happens past its bound).
 inline constexpr std::chrono::microseconds max_spin_wait{10000};
 inline constexpr std::size_t min_store_bytes = 4096;
@@ -124,6 +130,21 @@ struct graph_option {
   // Process mode: the ag-runner program. Empty: $AG_RUNNER, else the ag-runner installed beside
   // this library (<prefix>/bin), else one beside the running program.
   std::string runner_path;
+
+  // Steps (runtime::mark_step) as CUDA graphs. A device that runs the same step again (the same
+  // operators, shapes, dtypes and attributes) records it on its cuda_graph_after + 1-th run: its
+  // operators are checked and given memory as always, but their kernels are captured into one
+  // CUDA graph, launched from then on in one call whenever the step binds the same memory and
+  // scalars again; one that binds others updates a graph of the step in place
+  // (cudaGraphExecUpdate) rather than making a new one. Each device keeps at most
+  // max_cuda_graphs graphs (4 per step at most, one per binding), the least recently used going
+  // first; a graph holds no tensor memory, only the driver's copy of its kernels' arguments. Steps
+  // of one operator, and steps with collectives, direct transfers or awaits of another lane, run
+  // operator by operator. sim devices run the same logic with the recorded calls in place of a
+  // CUDA graph. Results are bit for bit those of operator-by-operator runs.
+  ag::cuda_graphs cuda_graphs = ag::cuda_graphs::automatic;
+  std::size_t max_cuda_graphs = 64;
+  unsigned cuda_graph_after = 2; // at least 1: the first run of a step sets its memory up
 
   // Records every message the runners are sent and every acknowledgement into this file, for
   // ag-replay (docs/TRACE.md). Empty: nothing is recorded.

@@ -89,6 +89,16 @@ public:
   // op and the reason when one failed, or when the wait exceeds wait_timeout.
   void sync();
 
+  // Ends a step: the operators submitted since the last mark (or since the start) are one unit,
+  // sent to each device as one batch whatever the executor's timing, so that a device running the
+  // same step again (a training or decoding loop that marks each iteration) recognises it and, on
+  // CUDA, launches it as one CUDA graph (graph_option::cuda_graphs). From the first mark on, an
+  // operator waits for the mark that ends its step, unless something waits for it first: sync(),
+  // a read, a step too large to hold (half of max_in_flight_ops on a device, at most 4096
+  // operators) or one waiting for store space sends that step at once, as operators go without
+  // marks. A program that never marks runs as before.
+  void mark_step();
+
   // The devices besides cpu, with "auto" resolved.
   const std::vector<device>& devices() const noexcept;
 

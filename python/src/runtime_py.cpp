@@ -91,6 +91,27 @@ const std::map<std::string, setter>& setters() {
      [](graph_option& o, const py::handle& v) {
        o.ring_bytes = number<std::size_t>(v, "ring_bytes");
      }},
+    {"cuda_graphs",
+     [](graph_option& o, const py::handle& v) {
+       const auto t = text(v, "cuda_graphs");
+       if (t == "auto")
+         o.cuda_graphs = cuda_graphs::automatic;
+       else if (t == "off")
+         o.cuda_graphs = cuda_graphs::off;
+       else
+         throw py::value_error("cuda_graphs must be \"auto\" or \"off\", got " + shown(v));
+     }},
+    {"max_cuda_graphs",
+     [](graph_option& o, const py::handle& v) {
+       o.max_cuda_graphs = number<std::size_t>(v, "max_cuda_graphs");
+     }},
+    {"cuda_graph_after",
+     [](graph_option& o, const py::handle& v) {
+       const auto n = number<uint64_t>(v, "cuda_graph_after");
+       if (n > UINT32_MAX)
+         throw py::value_error("cuda_graph_after must be at most 2**32 - 1, got " + shown(v));
+       o.cuda_graph_after = static_cast<unsigned>(n);
+     }},
     {"nodes",
      [](graph_option& o, const py::handle& v) {
        try {
@@ -230,7 +251,8 @@ Runtime(devices="auto", per_device_per_process=False, **options) takes every gra
 by its name (durations in seconds, float("inf") for no deadline): peer_transfers, sim_peers,
 store_bytes, wait_timeout, start_timeout, max_in_flight_ops, max_in_flight_bytes,
 max_queued_bytes, progress_timeout, transport ("shared_memory" or "sockets"), spin_wait,
-ring_bytes, nodes, key_file, node_timeout, node_streams, runner_path, trace_path, timeline_path.
+ring_bytes, cuda_graphs ("auto" or "off"), max_cuda_graphs, cuda_graph_after, nodes, key_file,
+node_timeout, node_streams, runner_path, trace_path, timeline_path.
 Every runner is ready when it returns. Use it in a `with` block, or close() it.)")
     .def(py::init([](const py::object& devices, const py::object& per_device_per_process,
                      const py::kwargs& options) {
@@ -265,6 +287,12 @@ Every runner is ready when it returns. Use it in a `with` block, or close() it.)
       [](py_runtime& r) { r.with([](runtime& rt) { rt.sync(); }); },
       "Waits until every operator submitted so far has run; raises ag.Error naming the device and "
       "the operator when one failed, or when the wait passes wait_timeout.")
+    .def(
+      "mark_step",
+      [](py_runtime& r) { r.with([](runtime& rt) { rt.mark_step(); }); },
+      "Ends a step: what was submitted since the last mark runs on each device as one unit, and a "
+      "device that runs the same step again launches it as one CUDA graph (cuda_graphs). Mark "
+      "each iteration of a training or decoding loop; nothing else in the loop changes.")
     .def(
       "stats", [](py_runtime& r) { return stats_of(r.with([](runtime& rt) { return rt.stats(); })); },
       "store_live_bytes, device_live_bytes, batches, operators, in_flight_ops, blocked_submits.")

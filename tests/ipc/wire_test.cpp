@@ -529,12 +529,15 @@ TEST_CASE("hand-built frames match what the encoder writes", "[ipc]") {
   put_varbyte(execute, 0); // no operators
   put_varbyte(execute, 1); // one no_hold id
   put_u64(execute, 33);
+  put_u64(execute, 4);     // step
   wire::execute_msg batch;
   decode_into(execute, batch);
   REQUIRE(batch.batches.size() == 1);
   CHECK(batch.batches[0].lane == 6);
   CHECK(batch.batches[0].ops_before == 9);
   CHECK(batch.batches[0].no_hold == std::vector<uint64_t>{33});
+  CHECK(batch.batches[0].step == 4);
+  CHECK(wire::encode(batch) == execute);
 }
 
 TEST_CASE("a vector length far beyond the frame is refused before anything is allocated", "[ipc]") {

@@ -5,6 +5,7 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
 import pytest
 
 import actorgraph as ag
@@ -46,6 +47,8 @@ def test_options_are_taken_by_name_with_durations_in_seconds():
     ({"transport": "pigeons"}, ValueError, "transport must be"),
     ({"devices": "sim:0,sim:0"}, ValueError, "devices: .*sim:0"),
     ({"store_bytes": 16}, ag.Error, "store_bytes"),
+    ({"cuda_graphs": "sometimes"}, ValueError, "cuda_graphs must be"),
+    ({"cuda_graph_after": 0}, ag.Error, "cuda_graph_after 0"),
 ])
 def test_a_bad_option_raises_naming_it(options, error, words):
     with pytest.raises(error, match=words):
@@ -149,3 +152,17 @@ def test_a_killed_child_raises_ag_error_naming_its_device():
         assert time.monotonic() - t0 < 25.0  # found dead, not waited out
         cpu = rt.tensor([3.0])  # the controller's own cpu lane goes on
         assert (cpu + 1).numpy().tolist() == [4.0]
+
+
+def test_marked_steps_give_the_results_of_unmarked_ones():
+    results = []
+    for graphs in ("auto", "off"):
+        with ag.Runtime(["sim:0"], cuda_graphs=graphs, cuda_graph_after=1) as rt:
+            x = rt.tensor(np.arange(64, dtype=np.float32), "sim:0")
+            w = rt.full(64, 0.5, "sim:0")
+            for _ in range(8):
+                w = w * 0.9 + x * 0.01
+                rt.mark_step()
+            results.append(w.numpy())
+    assert results[0].tobytes() == results[1].tobytes()
+

@@ -1,0 +1,181 @@
+#include "actors/step_cache.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ag {
+
+namespace {
+
+// How many shapes a cache remembers: steps that never repeat must not grow it.
+std::size_t max_steps(const step_policy& p) noexcept { return 4 * std::max<std::size_t>(p.max_graphs, 16); }
+
+operand_ref shape_of(const operand_ref& r) noexcept {
+  return {r.id != 0 ? 1u : 0u, r.on_host() ? 0 : operand_ref::no_offset};
+}
+
+// op without what its binding holds (naive_runner::bind_into): ids, offsets, scalars, and the
+// seed and first element of a random operator.
+op_desc shape_of(const op_desc& op) {
+  op_desc s = op;
+  s.out = shape_of(op.out);
+  s.a = shape_of(op.a);
+  s.b = shape_of(op.b);
+  s.c = shape_of(op.c);
+  s.scalar = 0;
+  s.scalar2 = 0;
+  if (op.kind == op_kind::random)
+    s.m = s.n = 0;
+  return s;
+}
+
+bool same_ref(const operand_ref& x, const operand_ref& y) noexcept {
+  return x.id == y.id && x.offset == y.offset;
+}
+
+bool same_shape(const op_desc& x, const op_desc& y) noexcept {
+  return x.kind == y.kind && same_ref(x.out, y.out) && same_ref(x.a, y.a) && same_ref(x.b, y.b)
+         && same_ref(x.c, y.c) && x.count == y.count && x.m == y.m && x.k == y.k && x.n == y.n
+         && x.type == y.type && x.in_type == y.in_type && x.layout.shape == y.layout.shape
+         && x.layout.strides == y.layout.strides && x.layout.a_offset == y.layout.a_offset
+         && x.layout.b_offset == y.layout.b_offset && x.layout.c_offset == y.layout.c_offset;
+}
+
+// FNV-1a over the fields same_shape compares.
+struct hasher {
+  uint64_t h = 14695981039346656037ull;
+  void add(uint64_t v) noexcept {
+    for (int i = 0; i < 8; ++i, v >>= 8)
+      h = (h ^ (v & 0xff)) * 1099511628211ull;
+  }
+  void add(const op_desc& s) noexcept {
+    add(static_cast<uint64_t>(s.kind) | uint64_t(s.type) << 8 | uint64_t(s.in_type) << 16);
+    for (const auto* r : {&s.out, &s.a, &s.b, &s.c})
+      add(r->id * 2 + (r->on_host() ? 1 : 0));
+    add(s.count), add(s.m), add(s.k), add(s.n);
+    for (auto v : s.layout.shape)
+      add(static_cast<uint64_t>(v));
+    for (auto v : s.layout.strides)
+      add(static_cast<uint64_t>(v));
+    add(static_cast<uint64_t>(s.layout.a_offset)), add(static_cast<uint64_t>(s.layout.b_offset)),
+      add(static_cast<uint64_t>(s.layout.c_offset));
+  }
+};
+
+bool keepable(op_kind k) noexcept {
+  switch (k) {
+    case op_kind::await:
+    case op_kind::peer_copy:
+    case op_kind::peer_sum:
+    case op_kind::peer_export:
+    case op_kind::peer_forget:
+    case op_kind::upload:
+      return false;
+    default:
+      return true;
+  }
+}
+
+} // namespace
+
+step_cache::entry* step_cache::see(const batch& b) {
+  if (!policy_.enabled || b.step == 0 || b.ops.size() < std::max<std::size_t>(policy_.min_operators, 1))
+    return nullptr;
+  hasher h;
+  for (const auto& op : b.ops) {
+    if (!keepable(op.kind))
+      return nullptr;
+    h.add(shape_of(op));
+  }
+  h.add(b.ops.size());
+  ++clock_;
+  auto [from, to] = by_hash_.equal_range(h.h);
+  for (auto it = from; it != to; ++it) {
+    auto& e = *it->second;
+    if (e.shape.size() != b.ops.size())
+      continue;
+    bool same = true;
+    for (std::size_t i = 0; i < b.ops.size() && same; ++i)
+      same = same_shape(e.shape[i], shape_of(b.ops[i]));
+    if (!same)
+      continue;
+    ++e.seen;
+    e.used = clock_;
+    entries_.splice(entries_.end(), entries_, it->second); // most recent last
+    return &e;
+  }
+  if (entries_.size() >= max_steps(policy_)) { // the least recently seen step goes
+    auto& old = entries_.front();
+    graphs_ -= old.graphs.size();
+    auto [f, t] = by_hash_.equal_range(old.hash);
+    for (auto it = f; it != t; ++it)
+      if (&*it->second == &old) {
+        by_hash_.erase(it);
+        break;
+      }
+    entries_.pop_front();
+  }
+  entry e;
+  e.shape.reserve(b.ops.size());
+  for (const auto& op : b.ops)
+    e.shape.push_back(shape_of(op));
+  e.hash = h.h;
+  e.seen = 1;
+  e.used = clock_;
+  entries_.push_back(std::move(e));
+  by_hash_.emplace(h.h, std::prev(entries_.end()));
+  return &entries_.back();
+}
+
+step_cache::graph_slot* step_cache::match(entry& e, const std::vector<uint64_t>& binding) {
+  for (auto& g : e.graphs)
+    if (g.graph && g.binding == binding) {
+      g.used = ++clock_;
+      return &g;
+    }
+  return nullptr;
+}
+
+step_cache::graph_slot& step_cache::slot_for(entry& e) {
+  if (e.graphs.size() >= step_policy::graphs_per_step) {
+    auto lru = std::min_element(e.graphs.begin(), e.graphs.end(),
+                                [](const auto& x, const auto& y) { return x.used < y.used; });
+    lru->used = ++clock_;
+    return *lru;
+  }
+  if (graphs_ >= std::max<std::size_t>(policy_.max_graphs, 1))
+    evict_one_graph(&e);
+  if (graphs_ >= std::max<std::size_t>(policy_.max_graphs, 1) && !e.graphs.empty()) {
+    auto lru = std::min_element(e.graphs.begin(), e.graphs.end(),
+                                [](const auto& x, const auto& y) { return x.used < y.used; });
+    lru->used = ++clock_;
+    return *lru; // the bound is met by e's own graphs: one of them is updated
+  }
+  e.graphs.emplace_back();
+  ++graphs_;
+  e.graphs.back().used = ++clock_;
+  return e.graphs.back();
+}
+
+// The least recently used graph of another step than `keep` goes.
+void step_cache::evict_one_graph(const entry* keep) {
+  entry* owner = nullptr;
+  std::size_t at = 0;
+  uint64_t oldest = UINT64_MAX;
+  for (auto& e : entries_) {
+    if (&e == keep)
+      continue;
+    for (std::size_t i = 0; i < e.graphs.size(); ++i)
+      if (e.graphs[i].used < oldest) {
+        oldest = e.graphs[i].used;
+        owner = &e;
+        at = i;
+      }
+  }
+  if (!owner)
+    return;
+  owner->graphs.erase(owner->graphs.begin() + static_cast<std::ptrdiff_t>(at));
+  --graphs_;
+}
+
+} // namespace ag

@@ -1,0 +1,198 @@
+// Steps as graphs on a runner (actors/batch_runner.hpp, actors/step_cache.hpp): a sim lane records
+// a step it ran before and replays it, updates it when what it binds changes, keeps no more graphs
+// than its bound, and fails a call inside a replayed step naming the operator and the step. The
+// results are those of a runner without graphs, bit for bit.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "actorgraph/device.hpp"
+#include "actors/batch_runner.hpp"
+
+using Catch::Matchers::Contains;
+
+namespace {
+
+struct answers final : ag::runner_answers {
+  std::vector<uint64_t> done_counts;
+  std::vector<std::string> failures;
+  void done(uint32_t, uint64_t ops_done, uint64_t) override { done_counts.push_back(ops_done); }
+  void failed(uint32_t, uint64_t, std::string what) override { failures.push_back(std::move(what)); }
+};
+
+constexpr uint64_t n = 1024;
+constexpr std::size_t range_bytes = n * sizeof(float);
+
+// A sim lane's runner over a store of 16 ranges of n floats, and the batches it was sent.
+struct lane {
+  std::vector<std::byte> store = std::vector<std::byte>(16 * range_bytes);
+  answers out;
+  ag::batch_runner runner;
+  uint64_t ops = 0;
+  ag::operand_id next_id = 100;
+
+  explicit lane(ag::step_policy p) : runner(setup(p), out) {
+    ag::batch b; // the step's input, #1: n elements of 1.5; #2: n / 2 of 2.5
+    b.ops.push_back(ag::make_op(ag::op_kind::fill, {1}, {}, {}, n, 0, 0, 0, 1.5));
+    b.ops.push_back(ag::make_op(ag::op_kind::fill, {2}, {}, {}, n / 2, 0, 0, 0, 2.5));
+    send(b);
+  }
+
+  ag::batch_runner_setup setup(ag::step_policy p) {
+    ag::batch_runner_setup s;
+    s.lane = 1;
+    s.dev = ag::device::sim(0);
+    s.store_base = store.data();
+    s.store_size = store.size();
+    s.steps = p;
+    return s;
+  }
+
+  void send(ag::batch& b) {
+    b.lane = 1;
+    b.ops_before = ops;
+    ops += b.ops.size();
+    runner.execute(b, false);
+  }
+
+  // Step `step`: out = (x + x) * c into store range r, x being #1 (count n) or #2 (n / 2); its
+  // intermediates are released within it.
+  void step(uint64_t step, double c, int r, ag::operand_id x = 1) {
+    const uint64_t count = x == 1 ? n : n / 2;
+    const ag::operand_id t1 = next_id++, t2 = next_id++;
+    ag::batch b;
+    b.step = step;
+    b.ops.push_back(ag::make_op(ag::op_kind::add, {t1}, {x}, {x}, count, 0, 0, 0));
+    b.ops.push_back(ag::make_op(ag::op_kind::mul, {t2}, {t1}, {}, count, 0, 0, 0, c));
+    b.ops.push_back(ag::make_op(ag::op_kind::copy, {0, uint64_t(r) * range_bytes}, {t2}, {},
+                                count, 0, 0, 0));
+    b.no_hold = {t1, t2};
+    send(b);
+  }
+
+  std::vector<float> range(int r, uint64_t count = n) const {
+    std::vector<float> v(count);
+    std::memcpy(v.data(), store.data() + r * range_bytes, count * sizeof(float));
+    return v;
+  }
+};
+
+ag::step_policy graphs(std::size_t max = 64) {
+  ag::step_policy p;
+  p.enabled = true;
+  p.max_graphs = max;
+  return p;
+}
+
+std::vector<float> all(float x, uint64_t count = n) { return std::vector<float>(count, x); }
+
+} // namespace
+
+TEST_CASE("a step run again is captured on its third run and replayed from then on",
+          "[steps][graphs]") {
+  lane l{graphs()};
+  for (uint64_t s = 1; s <= 8; ++s) {
+    CAPTURE(s);
+    l.step(s, 2.0, 0);
+    REQUIRE(l.out.failures.empty());
+    CHECK(l.range(0) == all(6.0f));
+    std::memset(l.store.data(), 0, range_bytes);
+  }
+  // The cache hands the two intermediates' blocks out last-freed first: they swap from one run
+  // to the next, so the step binds one of two ways, and keeps a graph for each.
+  CHECK(l.runner.graphs().instantiated == 2);
+  CHECK(l.runner.graphs().updated == 0);
+  CHECK(l.runner.graphs().launched == 6);
+  CHECK(l.out.done_counts.back() == l.ops);
+}
+
+TEST_CASE("graphs off: every step runs operator by operator", "[steps][graphs]") {
+  lane l{ag::step_policy{}};
+  for (uint64_t s = 1; s <= 5; ++s)
+    l.step(s, 2.0, 0);
+  CHECK(l.range(0) == all(6.0f));
+  CHECK(l.runner.graphs().launched == 0);
+  CHECK(l.runner.graphs().instantiated == 0);
+}
+
+TEST_CASE("a step whose scalar changes updates its graph in place, with the new value",
+          "[steps][graphs]") {
+  lane l{graphs()};
+  for (uint64_t s = 1; s <= 10; ++s) {
+    CAPTURE(s);
+    l.step(s, double(s), 0);
+    CHECK(l.range(0) == all(3.0f * float(s)));
+  }
+  // Runs 3 to 6 make a graph per binding (4 per step), runs 7 to 10 update the oldest.
+  CHECK(l.runner.graphs().instantiated == 4);
+  CHECK(l.runner.graphs().updated == 4);
+  CHECK(l.runner.graphs().launched == 8);
+}
+
+TEST_CASE("a step that alternates between two bindings keeps a graph for each",
+          "[steps][graphs]") {
+  lane l{graphs()};
+  for (uint64_t s = 1; s <= 12; ++s) {
+    CAPTURE(s);
+    const int r = int(s % 2);
+    l.step(s, 1.0, r);
+    CHECK(l.range(r) == all(3.0f));
+    std::memset(l.store.data() + r * range_bytes, 0, range_bytes);
+  }
+  CHECK(l.runner.graphs().instantiated == 2);
+  CHECK(l.runner.graphs().updated == 0);
+  CHECK(l.runner.graphs().launched == 10);
+}
+
+TEST_CASE("the cache keeps at most max graphs: two steps in turn with room for one",
+          "[steps][graphs]") {
+  lane l{graphs(1)};
+  for (uint64_t s = 1; s <= 12; ++s) {
+    CAPTURE(s);
+    const bool big = s % 2 == 0;
+    l.step(s, 1.0, 0, big ? 1 : 2);
+    CHECK(l.range(0, big ? n : n / 2) == all(big ? 3.0f : 5.0f, big ? n : n / 2));
+  }
+  REQUIRE(l.out.failures.empty());
+  // Each step evicts the other's graph: every run from the third on captures again.
+  CHECK(l.runner.graphs().launched == 8);
+  CHECK(l.runner.graphs().instantiated == 8);
+}
+
+TEST_CASE("an operator failing inside a replayed step fails naming the operator and the step",
+          "[steps][graphs]") {
+  lane l{graphs()};
+  // A step that gathers rows of the table #1 ([n / 4, 4]) by indices #3 or #4 (int64, [8]).
+  auto gather_step = [&](uint64_t s, ag::operand_id indices) {
+    const ag::operand_id t = l.next_id++;
+    ag::batch b;
+    b.step = s;
+    auto emb = ag::make_op(ag::op_kind::embedding, {t}, {1}, {indices}, 8 * 4, n / 4, 4, 8);
+    emb.in_type = ag::dtype::int64;
+    b.ops.push_back(emb);
+    b.ops.push_back(ag::make_op(ag::op_kind::copy, {0, 0}, {t}, {}, 8 * 4, 0, 0, 0));
+    b.no_hold = {t};
+    l.send(b);
+  };
+  ag::batch idx;
+  auto good = ag::make_op(ag::op_kind::fill, {3}, {}, {}, 8, 0, 0, 0, 3);
+  good.type = ag::dtype::int64;
+  auto bad = ag::make_op(ag::op_kind::fill, {4}, {}, {}, 8, 0, 0, 0, 100000);
+  bad.type = ag::dtype::int64;
+  idx.ops = {good, bad};
+  l.send(idx);
+  for (uint64_t s = 1; s <= 4; ++s)
+    gather_step(s, 3);
+  REQUIRE(l.out.failures.empty());
+  CHECK(l.runner.graphs().launched == 2);
+  CHECK(l.range(0, 32) == all(1.5f, 32));
+  const uint64_t failing = l.ops + 1;
+  gather_step(5, 4);
+  REQUIRE(l.out.failures.size() == 1);
+  CHECK_THAT(l.out.failures[0], Contains("sim:0") && Contains("out of range")
+                                  && Contains("in step 5, launched as a graph"));
+  CHECK(l.out.done_counts.back() == l.ops);
+  CHECK(failing == l.ops - 1);
+}
