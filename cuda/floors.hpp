@@ -21,6 +21,11 @@ struct launch_floor {
 // add of `elements` floats on cuda:`device`.
 std::optional<launch_floor> raw_launch(int device, int launches, std::size_t elements);
 
+// One CUDA graph of `kernels` adds of `elements` floats, captured on a raw stream and launched
+// `launches` times back to back, then one synchronize: microseconds per add (best of three). The
+// floor of a step of that many adds launched as a graph (ag-bench --mode=steps).
+std::optional<double> graph_launch_us(int device, int kernels, std::size_t elements, int launches);
+
 // cudaMemcpyAsync of `bytes` from a cudaHostRegister'ed POSIX shared-memory mapping (the kind of
 // memory the tensor store is in process mode) to the GPU: median GB/s of `repeats` copies.
 std::optional<double> h2d_registered_gbps(int device, std::size_t bytes, int repeats);

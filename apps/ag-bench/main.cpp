@@ -1,7 +1,7 @@
 // ag-bench: actorgraph against its hardware floors, measured in one run (docs/BENCHMARKS.md).
 //
 //   ag-bench [--devices=cuda:0|sim:0|cuda:0,cuda:1,...]
-//            [--mode=thread|process|both|node|peers|all]
+//            [--mode=thread|process|both|node|peers|all|ops|steps]
 //            [--transport=shared_memory|sockets|both] [--spin-us=US] [--quick] [--sweep]
 //            [--progress-timeout-ms=MS]
 //            [--json=FILE]
@@ -30,6 +30,9 @@
 // peer_transfers) and on the store path side by side, against cudaMemcpyPeerAsync at each size and
 // the launch-and-sync floor. Devices: all cuda (AG_CUDA_ORDINALS=0,0 makes cuda:0,cuda:1 two lanes
 // of one GPU) or all sim (graph_option::sim_peers; floors n/a). Alone, it measures no other floor.
+// --mode=steps measures steps (runtime::mark_step) with graph_option::cuda_graphs off and on on
+// the first device, in both modes (apps/ag-bench/steps_bench.hpp): K adds per step against the raw
+// launch and one CUDA graph of K adds launched directly, and ag-train's step.
 // --sweep adds per-operator time against the number of operators per sync (the plot in
 // docs/BENCHMARKS.md); --quick makes a run of well under a minute on sim devices.
 // Exit codes (README.md, "Exit codes"): 0 measured, 1 a measurement failed or gave a wrong result,
@@ -57,6 +60,7 @@
 #include "apps/ag-bench/node_bench.hpp"
 #include "apps/ag-bench/peer_bench.hpp"
 #include "apps/ag-bench/stats.hpp"
+#include "apps/ag-bench/steps_bench.hpp"
 #include "apps/app_config.hpp"
 #include "apps/ag-bench/shm_floor.hpp"
 #include "apps/ag-bench/zmq_floor.hpp"
@@ -87,7 +91,8 @@ public:
            "thread, process, both (thread and process), node (the first device, lent by an "
            "ag-node that ag-bench starts on 127.0.0.1), peers (direct transfers between the "
            "devices, thread mode), ops (the operators of real networks on the first device "
-           "against copy bandwidth and cuBLAS) or all (thread, process, node and peers)")
+           "against copy bandwidth and cuBLAS), steps (steps with CUDA graphs off and on, both "
+           "modes, the first device) or all (thread, process, node and peers)")
       .add(transport, "transport", "shared_memory, sockets or both")
       .add(spin_us, "spin-us", "graph_option::spin_wait of the shared-memory path (default 50)")
       .add(progress_ms, "progress-timeout-ms",
@@ -313,9 +318,9 @@ int start(int argc, char** argv) {
   if (!cfg.zmq_peer.empty())
     return ag::bench::zmq_peer_main(cfg.zmq_peer);
   if (cfg.mode != "thread" && cfg.mode != "process" && cfg.mode != "both" && cfg.mode != "node"
-      && cfg.mode != "peers" && cfg.mode != "all" && cfg.mode != "ops")
+      && cfg.mode != "peers" && cfg.mode != "all" && cfg.mode != "ops" && cfg.mode != "steps")
     return cfg.usage("--mode=" + cfg.mode
-                     + ": expected thread, process, both, node, peers, ops or all");
+                     + ": expected thread, process, both, node, peers, ops, steps or all");
   if (cfg.transport != "shared_memory" && cfg.transport != "sockets" && cfg.transport != "both")
     return cfg.usage("--transport=" + cfg.transport + ": expected shared_memory, sockets or both");
   if (cfg.spin_us < 0 || cfg.spin_us > 1000000)
@@ -354,6 +359,34 @@ int start(int argc, char** argv) {
           std::printf("  %.2fx of %.2f (%s)", r.value / r.floor, r.floor, r.against.c_str());
         std::printf("\n");
       }
+      return ag::app::exit_ok;
+    } catch (const std::exception& e) {
+      return cfg.fail(ag::app::exit_cannot_run, e.what());
+    }
+  }
+  if (cfg.mode == "steps") { // steps as graphs on the first device (steps_bench.hpp)
+    ag::install_stop_signals();
+    try {
+      const auto rows = ag::bench::measure_steps(devices.front(), cfg.quick);
+      std::printf("ag-bench --mode=steps: %s%s, graph_option::cuda_graphs off and on\n",
+                  devices.front().str().c_str(), cfg.quick ? " (quick)" : "");
+      std::printf("%-32s %7s %10s %10s %8s %10s %10s %10s\n", "", "unit", "off", "on", "on/off",
+                  "on/launch", "graph", "on/graph");
+      for (const auto& r : rows) {
+        std::printf("%-32s %7s %10.3f %10.3f %7.2fx", r.what.c_str(), r.unit.c_str(), r.off, r.on,
+                    r.on / r.off);
+        if (r.launch > 0)
+          std::printf(" %9.2fx", r.on / r.launch);
+        else
+          std::printf(" %10s", "n/a");
+        if (r.graph > 0)
+          std::printf(" %10.3f %9.2fx", r.graph, r.on / r.graph);
+        else
+          std::printf(" %10s %10s", "n/a", "n/a");
+        std::printf("\n");
+      }
+      if (!rows.empty() && rows.front().launch > 0)
+        std::printf("raw launch, back to back: %.3f us per add\n", rows.front().launch);
       return ag::app::exit_ok;
     } catch (const std::exception& e) {
       return cfg.fail(ag::app::exit_cannot_run, e.what());

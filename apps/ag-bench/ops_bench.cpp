@@ -6,7 +6,7 @@
 
 #include <actorgraph/actorgraph.hpp>
 
-#include "apps/ag-train/mlp.hpp"
+#include "apps/ag-bench/train_step.hpp"
 #include "cuda/floors.hpp"
 
 namespace ag::bench {
@@ -80,21 +80,7 @@ std::vector<ops_row> measure_ops(const ag::device& where, const ops_sizes& n) {
                     "TFLOP/s", 2.0 * double(m) * m * m / s * 1e-12, floor, "cuBLAS called directly"});
   }
   // ag-train's step on this one device: a batch of 128 uploaded, forward, backward, update.
-  auto r = train::make_replica(rt, where, 256, 1);
-  std::vector<float> xv(128 * 64, 0.25f), hot(128 * 10, 0.0f);
-  std::vector<int32_t> yv(128);
-  for (int i = 0; i < 128; ++i) {
-    yv[static_cast<std::size_t>(i)] = i % 10;
-    hot[static_cast<std::size_t>(i * 10 + i % 10)] = 1.0f;
-  }
-  auto step = [&] {
-    const auto x = rt.from_vector({128, 64}, xv, where);
-    const auto y = rt.from_vector({128}, yv, where);
-    const auto onehot = rt.from_vector({128, 10}, hot, where);
-    const auto g = train::forward_backward(r, x, y, onehot, dtype::float32, 128);
-    train::update(r, g.w1, g.b1, g.w2, g.b2, 0.1, 0.9);
-    return g.loss;
-  };
+  train_step step{rt, where};
   step();
   rt.sync();
   auto t0 = clock_type::now();
