@@ -61,12 +61,6 @@ std::vector<std::pair<operand_id, std::size_t>> release_points(const batch& b) {
   return last;
 }
 
-// Where an asynchronous failure was: in a step launched as a graph, which ran its operators as one.
-std::string in_graph(uint64_t step) {
-  return step == 0 ? std::string{}
-                   : " (in step " + std::to_string(step) + ", launched as a graph)";
-}
-
 // While it lasts, the board shows the operator (or synchronize) the runner is inside: the
 // controller's watchdog counts a child busy there as making progress as long as the child's
 // heartbeat goes on, though it reads nothing meanwhile.
@@ -315,79 +309,5 @@ void batch_runner::execute(const batch& b, bool more_waiting) {
 }
 
 void batch_runner::confirm() { acknowledge(pending_.size()); }
-
-// A step the cache keeps (actors/step_cache.hpp). Once it ran capture_after times as it is, its
-// operators are checked and given memory as always, but their calls are recorded with what they
-// bind (operand addresses, scalars): a graph of the step made for the same binding is launched
-// instead; else the calls are captured into one (a new graph, or one of the step's updated in
-// place) and that is launched. A capture that fails runs the calls as they are.
-std::pair<uint64_t, std::string> batch_runner::run_step(const batch& b, step_cache::entry& e,
-                                                        bool& as_graph) {
-  if (!steps_.wants_graph(e) || failed_)
-    return run_batch(b);
-  calls_.clear();
-  binding_.clear();
-  recorder_->record(&calls_);
-  runner_->bind_into(&binding_);
-  recording_ = true;
-  auto failure = run_batch(b);
-  recording_ = false;
-  runner_->bind_into(nullptr);
-  recorder_->record(nullptr);
-  if (failure.first != 0) { // an operator failed its checks: those before it run as they are
-    auto ran = run_recorded(b);
-    recorder_->release_deferred();
-    return ran.first != 0 ? ran : failure;
-  }
-  const std::string name = "step " + std::to_string(b.step);
-  auto* slot = steps_.match(e, binding_);
-  if (!slot) {
-    auto& s = steps_.slot_for(e);
-    timeline::scoped_span span{setup_.timeline.get(), pid_, track(), "capture", "graph"};
-    try {
-      const auto how = stream_->capture(calls_, s.graph);
-      s.binding = binding_;
-      e.failed_captures = 0;
-      ++(how == capture_outcome::updated ? graph_counts_.updated : graph_counts_.instantiated);
-      span.rename(how == capture_outcome::updated ? "update" : "capture");
-      span.add("nodes", s.graph->nodes());
-      slot = &s;
-    } catch (const std::exception&) { // runs as it is; kept trying a few times
-      ++e.failed_captures;
-      ++graph_counts_.failed;
-      span.rename("capture failed");
-      span.close();
-      auto ran = run_recorded(b);
-      recorder_->release_deferred();
-      return ran;
-    }
-  }
-  std::pair<uint64_t, std::string> result{0, {}};
-  try {
-    stream_->launch(*slot->graph);
-    ++graph_counts_.launched;
-    as_graph = true;
-    graph_step_ = b.step;
-  } catch (const graph_call_error& ge) { // a call of a cpu or sim graph: the operator is known
-    result = {b.ops_before + ge.op + 1, ge.what() + in_graph(b.step)};
-  } catch (const std::exception& ex) {
-    result = {b.ops_before + 1, name + ": launching its CUDA graph of " + std::to_string(b.ops.size())
-                                  + " operators failed: " + ex.what()};
-  }
-  recorder_->release_deferred();
-  return result;
-}
-
-// The calls recorded for b's operators, run as they are (in order, up to the first that fails).
-std::pair<uint64_t, std::string> batch_runner::run_recorded(const batch& b) {
-  for (auto& c : calls_) {
-    try {
-      c.run(*stream_);
-    } catch (const std::exception& ex) {
-      return {b.ops_before + c.op + 1, ex.what()};
-    }
-  }
-  return {0, {}};
-}
 
 } // namespace ag

@@ -91,7 +91,12 @@ private:
   std::pair<uint64_t, std::string> run_batch(const batch& b);
   std::pair<uint64_t, std::string> run_step(const batch& b, step_cache::entry& e,
                                             bool& as_graph);
-  std::pair<uint64_t, std::string> run_recorded(const batch& b);
+  std::pair<uint64_t, std::string> run_recorded(const batch& b, std::size_t from = 0,
+                                                std::size_t to = SIZE_MAX);
+  std::pair<uint64_t, std::string> launch_step(const batch& b, step_cache::graph_slot& slot);
+  // Where an asynchronous failure was: in a step launched as graphs, which ran its operators as
+  // one (batch_runner_steps.cpp).
+  static std::string in_graph(uint64_t step);
   void await_lane(const op_desc& op, uint64_t index, bool launched);
   void publish_before(uint64_t index, bool launched);
   void acknowledge(std::size_t count, bool always = false);
@@ -107,6 +112,7 @@ private:
   graph_counts graph_counts_;
   std::vector<recorded_call> calls_; // of the step being recorded
   std::vector<uint64_t> binding_;    // likewise
+  std::vector<std::size_t> cuts_;    // likewise: where its stretches end (step_cache::graph_slot)
   bool recording_ = false;
   // The step a graph launched since the last synchronize ran (0: none): an asynchronous failure
   // names it.

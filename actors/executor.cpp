@@ -397,7 +397,17 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
       linger(self);
     },
     [=](resend_atom) { resend(self); },
-    [&plan](step_atom) { plan.mark_step(); },
+    [&plan](submit_atom, std::vector<submission>& run, bool mark) {
+      store_fence::acquire(); // a user's thread's last reads of what it releases
+      for (auto& s : run) {
+        if (s.released != 0)
+          plan.release(s.released);
+        else
+          plan.submit(s.req);
+      }
+      if (mark)
+        plan.mark_step();
+    },
     [=, &plan](shutdown_atom) -> caf::result<std::string> {
       auto& st = self->state;
       st.shutdown_waiter = self->make_response_promise();
@@ -440,7 +450,7 @@ executor_actor::behavior_type stopping(executor_self self) {
     [=](stats_atom) { return stats(self); },
     [](ticket_atom, operand_id, const ticket_slot_ptr& slot) { slot->fill({}); },
     [](ticket_atom, const ticket_slot_ptr& slot) { slot->fill({}); },
-    [](step_atom) {},
+    [](submit_atom, std::vector<submission>&, bool) {},
     [=](resend_atom) { resend(self); },
     [](shutdown_atom) -> caf::result<std::string> {
       return make_error(errc::bad_request, "shutdown: the executor is stopping already");

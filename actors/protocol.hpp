@@ -39,6 +39,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <caf/atom.hpp>
 #include <caf/fwd.hpp>
@@ -76,7 +77,18 @@ using progress_atom = caf::atom_constant<caf::atom("progress")>;
 using unstage_atom = caf::atom_constant<caf::atom("unstage")>;
 using ticket_atom = caf::atom_constant<caf::atom("ticket")>;
 using resend_atom = caf::atom_constant<caf::atom("resend")>;
-using step_atom = caf::atom_constant<caf::atom("step")>;
+
+// What a user's thread submitted while the runtime marks steps (actors/step_submits.hpp): an
+// operator, or (released != 0) the release of an operand; in the order they were made.
+struct submission {
+  op_request req;
+  operand_id released = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, submission& x) {
+  return f(caf::meta::type_name("submission"), x.req, x.released);
+}
 
 // The tag of the start-up deadline message the executor sends itself.
 struct start_deadline_t {};
@@ -112,7 +124,7 @@ using executor_actor = caf::typed_actor<
   caf::reacts_to<wait_ready_atom, start_deadline_t>,
   caf::reacts_to<ticket_atom, operand_id, ticket_slot_ptr>,
   caf::reacts_to<ticket_atom, ticket_slot_ptr>, caf::reacts_to<resend_atom>,
-  caf::reacts_to<step_atom>>;
+  caf::reacts_to<submit_atom, std::vector<submission>, bool>>;
 
 // One device's runner in this process (actors/stream_actor.hpp).
 using stream_actor = caf::typed_actor<caf::reacts_to<execute_atom, batch>>;

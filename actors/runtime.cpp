@@ -24,6 +24,7 @@
 #include "actors/lane_streams.hpp"
 #include "actors/peer_lanes.hpp"
 #include "actors/store_fence.hpp"
+#include "actors/step_submits.hpp"
 #include "actors/store_views.hpp"
 #include "actors/process_env.hpp"
 #include "actors/protocol.hpp"
@@ -193,6 +194,7 @@ public:
       }
     }
     executor_ = spawn_executor(*sys_, std::move(setup));
+    submits_.attach(executor_);
     forget_thread_logger();
     try {
       ask<caf::unit_t>("start-up (waiting for every runner to be ready)",
@@ -275,7 +277,7 @@ public:
         !why.empty())
       throw error(to_string(req.kind) + " -> #" + std::to_string(req.out) + " on "
                   + req.where.str() + ": " + why);
-    caf::anon_send(executor_, submit_atom::value, std::move(req));
+    submits_.submit(std::move(req));
   }
 
   // A collective takes one credit, on its first result's device.
@@ -285,14 +287,14 @@ public:
     const uint32_t lane = lane_of(req.to.front());
     if (auto why = flow_->acquire(lane, 0, opt_.wait_timeout); !why.empty())
       throw error(describe(req) + ": " + why);
-    caf::anon_send(executor_, submit_atom::value, std::move(req));
+    submits_.submit(std::move(req));
   }
 
   void release(operand_id id) noexcept override {
     if (fork_.forked()) // the parent's tensor, which the parent releases
       return;
     store_fence::release(); // this thread's reads of the tensor's range come first
-    caf::anon_send(executor_, release_atom::value, id);
+    submits_.release(id);
   }
 
   void read(operand_id id, uint64_t bytes, const destination& into) override {
@@ -363,7 +365,7 @@ public:
   void mark_step() {
     if (fork_.forked())
       fork_.refuse("mark_step");
-    caf::anon_send(executor_, step_atom::value);
+    submits_.mark();
   }
 
   runtime_stats stats() {
@@ -456,6 +458,7 @@ private:
   // executor must answer (no ticket; a failure or the runtime's end came first).
   std::optional<uint64_t> read_on_board(const std::string& what, operand_id id) {
     const auto slot = std::make_shared<ticket_slot>();
+    submits_.flush();
     caf::anon_send(executor_, ticket_atom::value, id, slot);
     return board_waits_->read(*slot, what);
   }
@@ -463,6 +466,7 @@ private:
   // True once every entry submitted before was acknowledged, watched on the board.
   bool sync_on_board() {
     const auto slot = std::make_shared<ticket_slot>();
+    submits_.flush();
     caf::anon_send(executor_, ticket_atom::value, slot);
     return board_waits_->sync(*slot);
   }
@@ -489,6 +493,7 @@ private:
   T ask(const std::string& what, caf::duration timeout, Ts&&... xs) {
     std::optional<T> result;
     std::optional<caf::error> err;
+    submits_.flush(); // what the thread submitted before comes first
     try {
       caf::scoped_actor self{*sys_};
       auto on_error = [&](caf::error& e) { err = std::move(e); };
@@ -523,6 +528,7 @@ private:
   std::optional<caf::actor_system> owned_;
   caf::actor_system* sys_ = nullptr;
   executor_actor executor_; // set once, before any other thread can see this runtime
+  step_submits submits_;    // how operators and releases reach it
   caf::actor presence_;      // with nodes: who they serve
   std::shared_ptr<flow_control> flow_;
   std::size_t store_size_ = 0;

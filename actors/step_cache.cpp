@@ -127,9 +127,10 @@ step_cache::entry* step_cache::see(const batch& b) {
   return &entries_.back();
 }
 
-step_cache::graph_slot* step_cache::match(entry& e, const std::vector<uint64_t>& binding) {
+step_cache::graph_slot* step_cache::match(entry& e, const std::vector<uint64_t>& binding,
+                                          const std::vector<std::size_t>& cuts) {
   for (auto& g : e.graphs)
-    if (g.graph && g.binding == binding) {
+    if (g.ready && g.binding == binding && g.cuts == cuts) {
       g.used = ++clock_;
       return &g;
     }

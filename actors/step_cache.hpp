@@ -21,10 +21,15 @@ namespace ag {
 
 class step_cache {
 public:
+  // The graphs of one binding: one per stretch of the step's calls between those that copy from
+  // or to the store, which run as they are (recorded_call::host); cuts: where each stretch ends,
+  // host ones marked, as they were when it was captured.
   struct graph_slot {
     std::vector<uint64_t> binding;
-    std::unique_ptr<stream_graph> graph;
-    uint64_t used = 0; // the cache's clock at its last launch
+    std::vector<std::size_t> cuts;
+    std::vector<std::unique_ptr<stream_graph>> graphs;
+    bool ready = false; // captured: binding, cuts and graphs belong together
+    uint64_t used = 0;  // the cache's clock at its last launch
   };
   struct entry {
     std::vector<op_desc> shape; // its operators, ids, offsets and scalars cleared
@@ -48,8 +53,9 @@ public:
   bool wants_graph(const entry& e) const noexcept {
     return e.seen > policy_.capture_after && e.failed_captures <= 3;
   }
-  // e's graph for `binding`, marked used; null when none.
-  graph_slot* match(entry& e, const std::vector<uint64_t>& binding);
+  // e's graphs for `binding` and `cuts`, marked used; null when none.
+  graph_slot* match(entry& e, const std::vector<uint64_t>& binding,
+                    const std::vector<std::size_t>& cuts);
   // Where a graph of e for a new binding goes: a new slot while e has fewer than graphs_per_step,
   // else e's least recently used one (whose graph a capture updates in place). A new slot past
   // max_graphs evicts the least recently used graph of the cache first.

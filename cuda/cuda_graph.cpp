@@ -45,7 +45,8 @@ void abandon_capture(cudaStream_t s) noexcept {
 } // namespace
 
 capture_outcome capture(kernel_stream& stream, CUstream_st* handle,
-                        std::vector<recorded_call>& calls, std::unique_ptr<stream_graph>& graph) {
+                        const std::vector<recorded_call>& calls,
+                        std::unique_ptr<stream_graph>& graph) {
   const std::string dev = stream.device().str();
   // Thread-local: another thread's unsafe call (a cudaMalloc of another lane) does not end it.
   AG_CUDA_TRY(cudaStreamBeginCapture(handle, cudaStreamCaptureModeThreadLocal));

@@ -16,7 +16,8 @@ namespace ag::cuda {
 // the executable graph of what they enqueued: `graph`'s own updated, when it holds one the capture
 // fits, else a new one. Throws ag::error naming `device` when capture fails (graph unchanged).
 capture_outcome capture(kernel_stream& stream, CUstream_st* handle,
-                        std::vector<recorded_call>& calls, std::unique_ptr<stream_graph>& graph);
+                        const std::vector<recorded_call>& calls,
+                        std::unique_ptr<stream_graph>& graph);
 
 // Launches graph (made by capture) on `handle`.
 void launch(CUstream_st* handle, stream_graph& graph, const std::string& device);

@@ -361,7 +361,7 @@ public:
   // Also where a failed kernel reports: errors while running are sticky and surface here.
   void synchronize() override { AG_CUDA_TRY(cudaStreamSynchronize(stream_.get())); }
 
-  capture_outcome capture(std::vector<recorded_call>& calls,
+  capture_outcome capture(const std::vector<recorded_call>& calls,
                           std::unique_ptr<stream_graph>& graph) override {
     return cuda::capture(*this, stream_.get(), calls, graph);
   }

@@ -22,10 +22,13 @@ namespace ag {
 class kernel_stream;
 
 // Steps as graphs (graph_option::cuda_graphs): a call a step's operator made on a stream, recorded
-// rather than run (cuda/recording_stream.hpp); op: that operator's place in its batch.
+// rather than run (cuda/recording_stream.hpp); op: that operator's place in its batch; host: it
+// copies from or to host memory (the store), whose ranges change from one run of a step to the
+// next: such calls run as they are, between the graphs of the calls around them.
 struct recorded_call {
   std::size_t op = 0;
   std::function<void(kernel_stream&)> run;
+  bool host = false;
 };
 
 // What a stream made of a step's recorded calls to launch them as one: a CUDA graph, or on a cpu
@@ -119,7 +122,7 @@ public:
   // the calls cannot be captured (graph is then unchanged). launch: runs a graph after what was
   // enqueued before. A cpu or sim stream keeps the calls and runs them in order; a call that
   // throws there (an index out of range) throws from launch as graph_call_error.
-  virtual capture_outcome capture(std::vector<recorded_call>& calls,
+  virtual capture_outcome capture(const std::vector<recorded_call>& calls,
                                   std::unique_ptr<stream_graph>& graph);
   virtual void launch(stream_graph& graph);
 };

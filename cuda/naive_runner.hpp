@@ -103,6 +103,7 @@ private:
   std::unordered_map<operand_id, buffer> operands_;
   std::size_t live_bytes_ = 0;
   std::vector<uint64_t>* bound_ = nullptr;
+  bool skip_host_ = false; // the operator being run is a copy: its store range is not bound
 };
 
 } // namespace ag

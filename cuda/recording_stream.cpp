@@ -21,14 +21,14 @@ private:
 
 } // namespace
 
-capture_outcome kernel_stream::capture(std::vector<recorded_call>& calls,
+capture_outcome kernel_stream::capture(const std::vector<recorded_call>& calls,
                                        std::unique_ptr<stream_graph>& graph) {
   if (auto* list = dynamic_cast<call_list*>(graph.get());
       list && list->nodes() == calls.size()) {
-    list->calls() = std::move(calls);
+    list->calls() = calls;
     return capture_outcome::updated;
   }
-  graph = std::make_unique<call_list>(std::move(calls));
+  graph = std::make_unique<call_list>(calls);
   return capture_outcome::instantiated;
 }
 
@@ -86,7 +86,8 @@ void recording_stream::copy(void* dst, bool dst_on_host, const void* src, bool s
                             std::size_t bytes) {
   if (!into_)
     return inner_.copy(dst, dst_on_host, src, src_on_host, bytes);
-  keep([=](kernel_stream& s) { s.copy(dst, dst_on_host, src, src_on_host, bytes); });
+  keep([=](kernel_stream& s) { s.copy(dst, dst_on_host, src, src_on_host, bytes); },
+       dst_on_host || src_on_host);
 }
 
 void recording_stream::copy_peer(void* dst, const void* src, const ag::device& from,

@@ -68,7 +68,7 @@ public:
   void register_host(void* base, std::size_t bytes) override { inner_.register_host(base, bytes); }
   void unregister_host(void* base) noexcept override { inner_.unregister_host(base); }
   void synchronize() override { inner_.synchronize(); }
-  capture_outcome capture(std::vector<recorded_call>& calls,
+  capture_outcome capture(const std::vector<recorded_call>& calls,
                           std::unique_ptr<stream_graph>& graph) override {
     return inner_.capture(calls, graph);
   }
@@ -76,8 +76,8 @@ public:
 
 private:
   template <class F>
-  void keep(F&& f) {
-    into_->push_back({op_, std::forward<F>(f)});
+  void keep(F&& f, bool host = false) {
+    into_->push_back({op_, std::forward<F>(f), host});
   }
 
   kernel_stream& inner_;

@@ -367,7 +367,7 @@ int start(int argc, char** argv) {
   if (cfg.mode == "steps") { // steps as graphs on the first device (steps_bench.hpp)
     ag::install_stop_signals();
     try {
-      const auto rows = ag::bench::measure_steps(devices.front(), cfg.quick);
+      const auto rows = ag::bench::measure_steps(devices.front(), cfg.quick, cfg.timeline);
       std::printf("ag-bench --mode=steps: %s%s, graph_option::cuda_graphs off and on\n",
                   devices.front().str().c_str(), cfg.quick ? " (quick)" : "");
       std::printf("%-32s %7s %10s %10s %8s %10s %10s %10s\n", "", "unit", "off", "on", "on/off",

@@ -73,9 +73,11 @@ double per_train_step(runtime& rt, const device& where, int steps) {
 
 } // namespace
 
-std::vector<steps_row> measure_steps(const device& where, bool quick) {
+std::vector<steps_row> measure_steps(const device& where, bool quick,
+                                     const std::string& timeline) {
   const bool cuda = where.type == device::kind::cuda;
-  const int total_ops = quick ? 512 : 65536; // per K and mode: the steps are total_ops / K
+  // Per K and mode: the steps are total_ops / K.
+  const int total_ops = quick ? 512 : timeline.empty() ? 65536 : 4096;
   const int train_steps = quick ? 4 : 500;
   double launch = 0;
   if (cuda)
@@ -99,7 +101,10 @@ std::vector<steps_row> measure_steps(const device& where, bool quick) {
     train.what = mode + ", ag-train step";
     train.unit = "us/step";
     for (bool graphs : {false, true}) {
-      runtime rt{options_of(where, process, graphs)};
+      auto opt = options_of(where, process, graphs);
+      if (graphs && !timeline.empty())
+        opt.timeline_path = timeline + "." + mode + ".json";
+      runtime rt{opt};
       for (std::size_t i = 0; i < mine.size(); ++i) {
         const int k = step_sizes[i];
         (graphs ? mine[i].on : mine[i].off) = per_add(rt, where, k, std::max(4, total_ops / k));

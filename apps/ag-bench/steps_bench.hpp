@@ -22,7 +22,10 @@ struct steps_row {
 };
 
 // Measures on `where` (cuda:N; sim:N for the figures without floors). quick: few steps (the
-// ctest run on sim). Throws ag::error when a runtime cannot start or a result is wrong.
-std::vector<steps_row> measure_steps(const ag::device& where, bool quick);
+// ctest run on sim). timeline: when not empty, each mode's runtime with graphs writes its
+// timeline to timeline + ".thread.json" or ".process.json" (with 4096 operators per K, not 65536).
+// Throws ag::error when a runtime cannot start or a result is wrong.
+std::vector<steps_row> measure_steps(const ag::device& where, bool quick,
+                                     const std::string& timeline = {});
 
 } // namespace ag::bench
