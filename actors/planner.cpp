@@ -445,6 +445,9 @@ bool planner::dispatch_lane(uint32_t l, wire::execute_msg& broadcast, std::size_
   b.lane = l;
   b.ops_before = ln.sent;
   b.step = step;
+  // A step's batch is taken whole: room for it at once (not for a queue of 100 000 collectives).
+  if (step != 0)
+    b.ops.reserve(static_cast<std::size_t>(std::min<uint64_t>(ln.queue.size(), step_left)));
   bool cut = false;
   bool at_mark = false;
   while (!ln.queue.empty()) {

@@ -13,7 +13,7 @@ struct step_policy {
   uint32_t capture_after = 2;   // runs of a step before it is captured (its memory settles)
   std::size_t max_graphs = 64;  // graphs kept per device, the least recently used going first
   std::size_t min_operators = 2; // a step of fewer runs as it is: one launch is a graph's cost
-  static constexpr std::size_t graphs_per_step = 4; // bindings of one step kept at once
+  static constexpr std::size_t graphs_per_step = 8; // bindings of one step kept at once
 };
 
 } // namespace ag

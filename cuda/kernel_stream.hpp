@@ -5,10 +5,10 @@
 #pragma once
 
 #include <cstddef>
-#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "actorgraph/device.hpp"
@@ -26,9 +26,54 @@ class kernel_stream;
 // copies from or to host memory (the store), whose ranges change from one run of a step to the
 // next: such calls run as they are, between the graphs of the calls around them.
 struct recorded_call {
+  struct fill_args {
+    dtype t;
+    void* out;
+    std::size_t count;
+    double value;
+  };
+  struct random_args {
+    random_kind kind;
+    float* out;
+    std::size_t count;
+    uint64_t seed, first;
+    float a, b;
+  };
+  struct sum_args {
+    const float* a;
+    float* out;
+    std::size_t count;
+  };
+  struct copy_args {
+    void* dst;
+    bool dst_on_host;
+    const void* src;
+    bool src_on_host;
+    std::size_t bytes;
+  };
+  struct copy_peer_args {
+    void* dst;
+    const void* src;
+    ag::device from;
+    std::size_t bytes;
+  };
+  struct sum_peers_args {
+    float* out;
+    std::vector<const float*> parts;
+    std::vector<ag::device> from;
+    std::size_t count;
+  };
+  // A variant, not a std::function: a step's calls are kept in a vector reused from step to step,
+  // without an allocation per call.
+  using args = std::variant<fill_args, elementwise_call, row_call, random_args, sum_args,
+                            matmul_call, copy_args, copy_peer_args, sum_peers_args>;
+
   std::size_t op = 0;
-  std::function<void(kernel_stream&)> run;
+  args call;
   bool host = false;
+
+  // Makes the call on s (cuda/recording_stream.cpp).
+  void run(kernel_stream& s) const;
 };
 
 // What a stream made of a step's recorded calls to launch them as one: a CUDA graph, or on a cpu

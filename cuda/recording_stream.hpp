@@ -75,9 +75,9 @@ public:
   void launch(stream_graph& graph) override { inner_.launch(graph); }
 
 private:
-  template <class F>
-  void keep(F&& f, bool host = false) {
-    into_->push_back({op_, std::forward<F>(f), host});
+  template <class Args>
+  void keep(Args&& args, bool host = false) {
+    into_->push_back({op_, std::forward<Args>(args), host});
   }
 
   kernel_stream& inner_;

@@ -153,7 +153,6 @@ std::size_t encoded_size(const execute_msg& x) noexcept {
 }
 
 bytes encode(startup_args& x) { return encode_any(x); }
-bytes encode(execute_msg& x) { return encode_any(x); }
 bytes encode(ready_msg& x) { return encode_any(x); }
 bytes encode(done_msg& x) { return encode_any(x); }
 bytes encode(failed_msg& x) { return encode_any(x); }
@@ -165,15 +164,6 @@ void decode(const void* data, std::size_t size, startup_args& x) {
     throw error("wire: start-up arguments of version " + std::to_string(x.version)
                 + ", this build speaks " + std::to_string(version));
   check_device(x.where, "startup_args");
-}
-
-void decode(const void* data, std::size_t size, execute_msg& x) {
-  decode_any(data, size, x, "execute");
-  for (const auto& b : x.batches)
-    for (const auto& op : b.ops)
-      if (auto why = malformed(op); !why.empty())
-        throw error("wire: malformed execute message: lane " + std::to_string(b.lane) + " has "
-                    + why);
 }
 
 void decode(const void* data, std::size_t size, ready_msg& x) {

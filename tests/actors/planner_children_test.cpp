@@ -98,8 +98,8 @@ TEST_CASE("the watchdog fails and kills a child that read nothing, and spares on
   r.plan.received(sim1, 1);
 
   r.plan.check_progress();
-  CHECK(ag::wire::header_size + ag::wire::encoded_size(r.out.broadcasts[0]) == 327);
-  const std::string why = "sim:0 made no progress for 0 ms (it read none of 1 broadcasts, 327 "
+  CHECK(ag::wire::header_size + ag::wire::encoded_size(r.out.broadcasts[0]) == 343);
+  const std::string why = "sim:0 made no progress for 0 ms (it read none of 1 broadcasts, 343 "
                           "bytes, graph_option::progress_timeout); its child is killed";
   CHECK(r.plan.lane(sim0).failed == why);
   CHECK(r.out.kills == std::vector<uint32_t>{sim0});

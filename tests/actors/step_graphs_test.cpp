@@ -120,15 +120,16 @@ TEST_CASE("graphs off: every step runs operator by operator", "[steps][graphs]")
 TEST_CASE("a step whose scalar changes updates its graph in place, with the new value",
           "[steps][graphs]") {
   lane l{graphs()};
-  for (uint64_t s = 1; s <= 10; ++s) {
+  for (uint64_t s = 1; s <= 14; ++s) {
     CAPTURE(s);
     l.step(s, double(s), 0);
     CHECK(l.range(0) == all(3.0f * float(s)));
   }
-  // Runs 3 to 6 make a graph per binding (4 per step), runs 7 to 10 update the oldest.
-  CHECK(l.runner.graphs().instantiated == 4);
+  // Runs 3 to 10 make a graph per binding (graphs_per_step), runs 11 to 14 update the oldest.
+  static_assert(ag::step_policy::graphs_per_step == 8);
+  CHECK(l.runner.graphs().instantiated == 8);
   CHECK(l.runner.graphs().updated == 4);
-  CHECK(l.runner.graphs().launched == 8);
+  CHECK(l.runner.graphs().launched == 12);
 }
 
 TEST_CASE("a step that alternates between two bindings keeps a graph for each",
