@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <new>
+#include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
@@ -362,11 +363,7 @@ public:
     wait<caf::unit_t>("sync", sync_atom::value);
   }
 
-  void mark_step() {
-    if (fork_.forked())
-      fork_.refuse("mark_step");
-    submits_.mark();
-  }
+  void mark_step() { fork_.forked() ? fork_.refuse("mark_step") : submits_.mark(); }
 
   runtime_stats stats() {
     if (fork_.forked())
@@ -375,8 +372,7 @@ public:
       wait<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>>("stats", stats_atom::value);
     runtime_stats out{store_bytes, device_bytes, batches, operators};
     const auto flow = flow_->stats();
-    for (auto ops : flow.ops)
-      out.in_flight_ops += ops;
+    out.in_flight_ops = std::accumulate(flow.ops.begin(), flow.ops.end(), std::size_t{0});
     out.blocked_submits = flow.blocked;
     return out;
   }

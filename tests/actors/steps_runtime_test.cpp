@@ -4,6 +4,7 @@
 // replay of its trace with graphs on and off. The timeline shows the steps replayed as graphs.
 #include <catch2/catch.hpp>
 
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -137,4 +138,37 @@ TEST_CASE("recorded steps replay to the same digests with graphs on and off", "[
   }
   CHECK(digests[0] == digests[1]);
   CHECK_FALSE(digests[0].empty());
+}
+
+TEST_CASE("a child killed while it replays steps fails its device's work, and the rest goes on",
+          "[steps][faults]") {
+  auto opt = steps_option(true, true);
+  opt.wait_timeout = std::chrono::seconds{5};
+  {
+    ag::runtime rt{opt};
+    auto x = rt.full({4096}, 1.0, ag::device::sim(0));
+    auto y = rt.full({64}, 2.0, ag::device::sim(1));
+    for (int s = 0; s < 20; ++s) { // replayed as graphs from the third on
+      x = (x * 0.5) + 0.5;
+      y = y * 1.0;
+      rt.mark_step();
+    }
+    REQUIRE(x.to_vector() == std::vector<float>(4096, 1.0f));
+    for (int s = 0; s < 200; ++s) {
+      x = (x * 0.5) + 0.5;
+      rt.mark_step();
+    }
+    const pid_t child = ag::test::runner_of_lane(1);
+    REQUIRE(child > 0);
+    ::kill(child, SIGKILL);
+    for (int s = 0; s < 5; ++s) {
+      x = (x * 0.5) + 0.5;
+      rt.mark_step();
+    }
+    CHECK_THROWS_WITH(x.to_vector(), Contains("sim:0") && Contains("signal 9"));
+    CHECK((y * y).to_vector() == std::vector<float>(64, 4.0f)); // the other device's steps
+    CHECK_THROWS_WITH(rt.sync(), Contains("sim:0"));
+  }
+  CHECK(ag::test::runner_children().empty());
+  CHECK(ag::test::my_shm().empty());
 }
