@@ -70,37 +70,49 @@ private:
 
 bool usable(int device) { return device >= 0 && device < cuda_device_count(); }
 
+// An add of `elements` floats, on buffers of s.
+elementwise_call add_on(scope& s, std::size_t elements) {
+  auto* a = s.alloc<float>(elements);
+  auto* b = s.alloc<float>(elements);
+  auto* out = s.alloc<float>(elements);
+  return contiguous_call(op_kind::add, dtype::float32, out, a, b, elements);
+}
+
+// Microseconds per launch of `launch`, `launches` back to back then one synchronize: the best of
+// three (a floor, not an average), after a quarter of a second of them (an idle GPU runs at a low
+// clock).
+template <class F>
+double per_launch(scope& s, int launches, F&& launch) {
+  const auto warm = clock_type::now();
+  while (us_since(warm) < 250e3) {
+    for (int i = 0; i < std::min(launches, 1000); ++i)
+      launch();
+    s.sync();
+  }
+  std::vector<double> runs;
+  for (int r = 0; r < 3; ++r) {
+    const auto t0 = clock_type::now();
+    for (int i = 0; i < launches; ++i)
+      launch();
+    s.sync();
+    runs.push_back(us_since(t0) / launches);
+  }
+  return *std::min_element(runs.begin(), runs.end());
+}
+
 } // namespace
 
 std::optional<launch_floor> raw_launch(int device, int launches, std::size_t elements) {
   if (!usable(device))
     return std::nullopt;
   scope s{device};
-  auto* a = s.alloc<float>(elements);
-  auto* b = s.alloc<float>(elements);
-  auto* out = s.alloc<float>(elements);
-  const auto add = contiguous_call(op_kind::add, dtype::float32, out, a, b, elements);
-  // An idle GPU runs at a low clock: keep it busy for a quarter of a second first.
-  auto t0 = clock_type::now();
-  while (us_since(t0) < 250e3) {
-    for (int i = 0; i < 1000; ++i)
-      cuda::elementwise(add, s.stream());
-    s.sync();
-  }
+  const auto add = add_on(s, elements);
   launch_floor f;
-  std::vector<double> per_launch; // the best of three: a floor, not an average
-  for (int r = 0; r < 3; ++r) {
-    t0 = clock_type::now();
-    for (int i = 0; i < launches; ++i)
-      cuda::elementwise(add, s.stream());
-    s.sync();
-    per_launch.push_back(us_since(t0) / launches);
-  }
-  f.back_to_back_us = *std::min_element(per_launch.begin(), per_launch.end());
+  f.back_to_back_us = per_launch(s, launches, [&] { cuda::elementwise(add, s.stream()); });
   std::vector<double> round_trips;
   const int n = std::max(10, launches / 20);
   for (int i = 0; i < n; ++i) {
-    t0 = clock_type::now();
+    const auto t0 = clock_type::now();
     cuda::elementwise(add, s.stream());
     s.sync();
     round_trips.push_back(us_since(t0));
@@ -113,10 +125,7 @@ std::optional<double> graph_launch_us(int device, int kernels, std::size_t eleme
   if (!usable(device) || kernels <= 0 || launches <= 0)
     return std::nullopt;
   scope s{device};
-  auto* a = s.alloc<float>(elements);
-  auto* b = s.alloc<float>(elements);
-  auto* out = s.alloc<float>(elements);
-  const auto add = contiguous_call(op_kind::add, dtype::float32, out, a, b, elements);
+  const auto add = add_on(s, elements);
   AG_CUDA_TRY(cudaStreamBeginCapture(s.stream(), cudaStreamCaptureModeThreadLocal));
   for (int k = 0; k < kernels; ++k)
     cuda::elementwise(add, s.stream());
@@ -126,22 +135,10 @@ std::optional<double> graph_launch_us(int device, int kernels, std::size_t eleme
   const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
   (void)cudaGraphDestroy(graph);
   AG_CUDA_TRY(made);
-  auto t0 = clock_type::now();
-  while (us_since(t0) < 250e3) { // the GPU's clocks up, as for the launch floor
-    for (int i = 0; i < 100; ++i)
-      AG_CUDA_TRY(cudaGraphLaunch(exec, s.stream()));
-    s.sync();
-  }
-  std::vector<double> per_kernel;
-  for (int r = 0; r < 3; ++r) {
-    t0 = clock_type::now();
-    for (int i = 0; i < launches; ++i)
-      AG_CUDA_TRY(cudaGraphLaunch(exec, s.stream()));
-    s.sync();
-    per_kernel.push_back(us_since(t0) / (double(launches) * kernels));
-  }
+  const double us =
+    per_launch(s, launches, [&] { AG_CUDA_TRY(cudaGraphLaunch(exec, s.stream())); }) / kernels;
   (void)cudaGraphExecDestroy(exec);
-  return *std::min_element(per_kernel.begin(), per_kernel.end());
+  return us;
 }
 
 std::optional<double> h2d_registered_gbps(int device, std::size_t bytes, int repeats) {

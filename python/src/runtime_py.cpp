@@ -38,6 +38,20 @@ std::string text(const py::handle& value, const char* what) {
   return value.cast<std::string>();
 }
 
+// One of two named values: "must be \"a\" or \"b\", got ..." for anything else.
+template <class E>
+E choice(const py::handle& value, const char* what,
+         std::initializer_list<std::pair<const char*, E>> options) {
+  const auto t = text(value, what);
+  std::string names;
+  for (const auto& [name, e] : options) {
+    if (t == name)
+      return e;
+    names += (names.empty() ? "\"" : " or \"") + std::string{name} + "\"";
+  }
+  throw py::value_error(std::string{what} + " must be " + names + ", got " + shown(value));
+}
+
 using setter = std::function<void(graph_option&, const py::handle&)>;
 
 // Every graph_option field by its name.
@@ -77,13 +91,8 @@ const std::map<std::string, setter>& setters() {
      }},
     {"transport",
      [](graph_option& o, const py::handle& v) {
-       const auto t = text(v, "transport");
-       if (t == "shared_memory")
-         o.transport = transport::shared_memory;
-       else if (t == "sockets")
-         o.transport = transport::sockets;
-       else
-         throw py::value_error("transport must be \"shared_memory\" or \"sockets\", got " + shown(v));
+       o.transport = choice<transport>(
+         v, "transport", {{"shared_memory", transport::shared_memory}, {"sockets", transport::sockets}});
      }},
     {"spin_wait",
      [](graph_option& o, const py::handle& v) { o.spin_wait = micros_of(v, "spin_wait"); }},
@@ -93,13 +102,8 @@ const std::map<std::string, setter>& setters() {
      }},
     {"cuda_graphs",
      [](graph_option& o, const py::handle& v) {
-       const auto t = text(v, "cuda_graphs");
-       if (t == "auto")
-         o.cuda_graphs = cuda_graphs::automatic;
-       else if (t == "off")
-         o.cuda_graphs = cuda_graphs::off;
-       else
-         throw py::value_error("cuda_graphs must be \"auto\" or \"off\", got " + shown(v));
+       o.cuda_graphs = choice<cuda_graphs>(
+         v, "cuda_graphs", {{"auto", cuda_graphs::automatic}, {"off", cuda_graphs::off}});
      }},
     {"max_cuda_graphs",
      [](graph_option& o, const py::handle& v) {

@@ -10,68 +10,14 @@
 
 #include <actorgraph/actorgraph.hpp>
 
-#include "actors/batch_runner.hpp"
+#include "tests/actors/step_lane.hpp"
 
 namespace {
 
-struct answers final : ag::runner_answers {
-  std::vector<std::string> failures;
-  void done(uint32_t, uint64_t, uint64_t) override {}
-  void failed(uint32_t, uint64_t, std::string what) override { failures.push_back(std::move(what)); }
-};
-
 constexpr uint64_t n = 4096;
-constexpr std::size_t range_bytes = n * sizeof(float);
 
-struct cuda_lane {
-  std::vector<std::byte> store = std::vector<std::byte>(4 * range_bytes);
-  answers out;
-  ag::batch_runner runner;
-  uint64_t ops = 0;
-  ag::operand_id next_id = 100;
-
-  cuda_lane() : runner(setup(), out) {
-    ag::batch b;
-    b.ops.push_back(ag::make_op(ag::op_kind::fill, {1}, {}, {}, n, 0, 0, 0, 1.5));
-    send(b);
-  }
-  ag::batch_runner_setup setup() {
-    ag::batch_runner_setup s;
-    s.lane = 1;
-    s.dev = ag::device::cuda(0);
-    s.store_base = store.data();
-    s.store_size = store.size();
-    s.pin_store = true;
-    s.steps.enabled = true;
-    return s;
-  }
-  void send(ag::batch& b) {
-    b.lane = 1;
-    b.ops_before = ops;
-    ops += b.ops.size();
-    runner.execute(b, false);
-  }
-  // out = (x + x) * c into store range r; with host_copy, the result is also copied from range r
-  // to range r + 1 (on the host, a copy no CUDA graph could capture).
-  void step(uint64_t s, double c, int r, bool host_copy = false) {
-    const ag::operand_id t1 = next_id++, t2 = next_id++;
-    ag::batch b;
-    b.step = s;
-    b.ops.push_back(ag::make_op(ag::op_kind::add, {t1}, {1}, {1}, n, 0, 0, 0));
-    b.ops.push_back(ag::make_op(ag::op_kind::mul, {t2}, {t1}, {}, n, 0, 0, 0, c));
-    b.ops.push_back(ag::make_op(ag::op_kind::copy, {0, uint64_t(r) * range_bytes}, {t2}, {}, n,
-                                0, 0, 0));
-    if (host_copy)
-      b.ops.push_back(ag::make_op(ag::op_kind::copy, {0, uint64_t(r + 1) * range_bytes},
-                                  {0, uint64_t(r) * range_bytes}, {}, n, 0, 0, 0));
-    b.no_hold = {t1, t2};
-    send(b);
-  }
-  std::vector<float> range(int r) const {
-    std::vector<float> v(n);
-    std::memcpy(v.data(), store.data() + r * range_bytes, range_bytes);
-    return v;
-  }
+struct cuda_lane : ag::test::step_lane {
+  cuda_lane() : step_lane(ag::device::cuda(0), ag::test::graphs_on(), ::n) {}
 };
 
 std::vector<float> loop(bool process, bool graphs) {
@@ -128,10 +74,10 @@ TEST_CASE("a step's copies from and to the store run between its graphs, each on
   for (uint64_t s = 1; s <= 8; ++s) {
     CAPTURE(s);
     const int r = s % 2 == 0 ? 0 : 2; // the store ranges change from step to step
-    l.step(s, 1.0, r, true);
+    l.step(s, 1.0, r, 1, true);
     l.runner.confirm();
     CHECK(l.range(r + 1) == std::vector<float>(n, 3.0f));
-    std::memset(l.store.data(), 0, l.store.size());
+    l.clear();
   }
   REQUIRE(l.out.failures.empty());
   CHECK(l.runner.graphs().failed == 0);

@@ -8,83 +8,21 @@
 #include <string>
 #include <vector>
 
-#include "actorgraph/device.hpp"
-#include "actors/batch_runner.hpp"
+#include "tests/actors/step_lane.hpp"
 
 using Catch::Matchers::Contains;
 
+using ag::test::graphs_on;
+
 namespace {
 
-struct answers final : ag::runner_answers {
-  std::vector<uint64_t> done_counts;
-  std::vector<std::string> failures;
-  void done(uint32_t, uint64_t ops_done, uint64_t) override { done_counts.push_back(ops_done); }
-  void failed(uint32_t, uint64_t, std::string what) override { failures.push_back(std::move(what)); }
-};
-
 constexpr uint64_t n = 1024;
-constexpr std::size_t range_bytes = n * sizeof(float);
 
-// A sim lane's runner over a store of 16 ranges of n floats, and the batches it was sent.
-struct lane {
-  std::vector<std::byte> store = std::vector<std::byte>(16 * range_bytes);
-  answers out;
-  ag::batch_runner runner;
-  uint64_t ops = 0;
-  ag::operand_id next_id = 100;
-
-  explicit lane(ag::step_policy p) : runner(setup(p), out) {
-    ag::batch b; // the step's input, #1: n elements of 1.5; #2: n / 2 of 2.5
-    b.ops.push_back(ag::make_op(ag::op_kind::fill, {1}, {}, {}, n, 0, 0, 0, 1.5));
-    b.ops.push_back(ag::make_op(ag::op_kind::fill, {2}, {}, {}, n / 2, 0, 0, 0, 2.5));
-    send(b);
-  }
-
-  ag::batch_runner_setup setup(ag::step_policy p) {
-    ag::batch_runner_setup s;
-    s.lane = 1;
-    s.dev = ag::device::sim(0);
-    s.store_base = store.data();
-    s.store_size = store.size();
-    s.steps = p;
-    return s;
-  }
-
-  void send(ag::batch& b) {
-    b.lane = 1;
-    b.ops_before = ops;
-    ops += b.ops.size();
-    runner.execute(b, false);
-  }
-
-  // Step `step`: out = (x + x) * c into store range r, x being #1 (count n) or #2 (n / 2); its
-  // intermediates are released within it.
-  void step(uint64_t step, double c, int r, ag::operand_id x = 1) {
-    const uint64_t count = x == 1 ? n : n / 2;
-    const ag::operand_id t1 = next_id++, t2 = next_id++;
-    ag::batch b;
-    b.step = step;
-    b.ops.push_back(ag::make_op(ag::op_kind::add, {t1}, {x}, {x}, count, 0, 0, 0));
-    b.ops.push_back(ag::make_op(ag::op_kind::mul, {t2}, {t1}, {}, count, 0, 0, 0, c));
-    b.ops.push_back(ag::make_op(ag::op_kind::copy, {0, uint64_t(r) * range_bytes}, {t2}, {},
-                                count, 0, 0, 0));
-    b.no_hold = {t1, t2};
-    send(b);
-  }
-
-  std::vector<float> range(int r, uint64_t count = n) const {
-    std::vector<float> v(count);
-    std::memcpy(v.data(), store.data() + r * range_bytes, count * sizeof(float));
-    return v;
-  }
+struct lane : ag::test::step_lane {
+  explicit lane(ag::step_policy p) : step_lane(ag::device::sim(0), p, ::n) {}
 };
 
-ag::step_policy graphs(std::size_t max = 64) {
-  ag::step_policy p;
-  p.enabled = true;
-  p.max_graphs = max;
-  return p;
-}
+ag::step_policy graphs(std::size_t max = 64) { return graphs_on(max); }
 
 std::vector<float> all(float x, uint64_t count = n) { return std::vector<float>(count, x); }
 
@@ -98,7 +36,7 @@ TEST_CASE("a step run again is captured on its third run and replayed from then 
     l.step(s, 2.0, 0);
     REQUIRE(l.out.failures.empty());
     CHECK(l.range(0) == all(6.0f));
-    std::memset(l.store.data(), 0, range_bytes);
+    l.clear();
   }
   // The cache hands the two intermediates' blocks out last-freed first: they swap from one run
   // to the next, so the step binds one of two ways, and keeps a graph for each.
@@ -140,7 +78,7 @@ TEST_CASE("a step that alternates between two bindings keeps a graph for each",
     const int r = int(s % 2);
     l.step(s, 1.0, r);
     CHECK(l.range(r) == all(3.0f));
-    std::memset(l.store.data() + r * range_bytes, 0, range_bytes);
+    l.clear();
   }
   CHECK(l.runner.graphs().instantiated == 2);
   CHECK(l.runner.graphs().updated == 0);

@@ -1,0 +1,92 @@
+// The rig of the step tests on a runner (step_graphs_test.cpp on sim, cuda_steps_test.cpp on a
+// GPU): one lane's batch_runner over a store of 16 ranges of n floats, the answers it gave, and
+// the steps the tests send it: out = (x + x) * c, its intermediates released within the step.
+#pragma once
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "actorgraph/device.hpp"
+#include "actors/batch_runner.hpp"
+
+namespace ag::test {
+
+struct step_answers final : ag::runner_answers {
+  std::vector<uint64_t> done_counts;
+  std::vector<std::string> failures;
+  void done(uint32_t, uint64_t ops_done, uint64_t) override { done_counts.push_back(ops_done); }
+  void failed(uint32_t, uint64_t, std::string what) override { failures.push_back(std::move(what)); }
+};
+
+struct step_lane {
+  static constexpr int ranges = 16;
+  const uint64_t n;
+  const std::size_t range_bytes = n * sizeof(float);
+  std::vector<std::byte> store = std::vector<std::byte>(ranges * range_bytes);
+  step_answers out;
+  ag::batch_runner runner;
+  uint64_t ops = 0;
+  ag::operand_id next_id = 100;
+
+  // On `dev` (a CUDA stream pins the store), #1 holding n elements of 1.5 and #2 n / 2 of 2.5.
+  step_lane(ag::device dev, ag::step_policy p, uint64_t elements)
+    : n(elements), runner(setup(dev, p), out) {
+    ag::batch b;
+    b.ops.push_back(ag::make_op(ag::op_kind::fill, {1}, {}, {}, n, 0, 0, 0, 1.5));
+    b.ops.push_back(ag::make_op(ag::op_kind::fill, {2}, {}, {}, n / 2, 0, 0, 0, 2.5));
+    send(b);
+  }
+
+  ag::batch_runner_setup setup(ag::device dev, ag::step_policy p) {
+    ag::batch_runner_setup s;
+    s.lane = 1;
+    s.dev = dev;
+    s.store_base = store.data();
+    s.store_size = store.size();
+    s.pin_store = dev.type == ag::device::kind::cuda;
+    s.steps = p;
+    return s;
+  }
+
+  void send(ag::batch& b) {
+    b.lane = 1;
+    b.ops_before = ops;
+    ops += b.ops.size();
+    runner.execute(b, false);
+  }
+
+  // Step `step`: out = (x + x) * c into store range r, x being #1 (count n) or #2 (n / 2); with
+  // host_copy, out is also copied from range r to range r + 1 (on the host).
+  void step(uint64_t step, double c, int r, ag::operand_id x = 1, bool host_copy = false) {
+    const uint64_t count = x == 1 ? n : n / 2;
+    const ag::operand_id t1 = next_id++, t2 = next_id++;
+    ag::batch b;
+    b.step = step;
+    b.ops.push_back(ag::make_op(ag::op_kind::add, {t1}, {x}, {x}, count, 0, 0, 0));
+    b.ops.push_back(ag::make_op(ag::op_kind::mul, {t2}, {t1}, {}, count, 0, 0, 0, c));
+    b.ops.push_back(ag::make_op(ag::op_kind::copy, {0, uint64_t(r) * range_bytes}, {t2}, {},
+                                count, 0, 0, 0));
+    if (host_copy)
+      b.ops.push_back(ag::make_op(ag::op_kind::copy, {0, uint64_t(r + 1) * range_bytes},
+                                  {0, uint64_t(r) * range_bytes}, {}, count, 0, 0, 0));
+    b.no_hold = {t1, t2};
+    send(b);
+  }
+
+  std::vector<float> range(int r, uint64_t count = 0) const {
+    std::vector<float> v(count == 0 ? n : count);
+    std::memcpy(v.data(), store.data() + r * range_bytes, v.size() * sizeof(float));
+    return v;
+  }
+  void clear() { std::memset(store.data(), 0, store.size()); }
+};
+
+inline ag::step_policy graphs_on(std::size_t max = 64) {
+  ag::step_policy p;
+  p.enabled = true;
+  p.max_graphs = max;
+  return p;
+}
+
+} // namespace ag::test
