@@ -7,7 +7,11 @@
 //   ag-train [--devices=sim:0,sim:1] [--mode=thread|process] [--epochs=N] [--batch=N]
 //            [--hidden=N] [--lr=X] [--momentum=X] [--seed=N] [--dtype=float32|bfloat16]
 //            [--data=digits.csv.gz] [--nodes=... --key=...] [--record-trace=FILE]
+//            [--graphs=auto|off]
 //
+// Each step of the loop is marked (runtime::mark_step): with --graphs=auto (the default) a
+// device replays the step as a CUDA graph once it ran it twice; --graphs=off runs it operator by
+// operator. The losses are the same, bit for bit.
 // With --dtype=bfloat16 the forward and backward passes run in bfloat16; the parameters, their
 // gradients' sums and the update stay float32 (mixed precision). Exit codes (README.md): 0 trained
 // (and with --min-accuracy, reached it), 1 failed or fell short, 2 a bad command line, 3 the
@@ -47,12 +51,14 @@ public:
   std::string key;
   std::string nodes;
   std::string record_trace;
+  std::string graphs = "auto";
   double min_accuracy = 0.0;
 
   train_config() : ag::app::config("ag-train", true) {
     opt_group{custom_options_, "global"}
       .add(devices, "devices,d", "devices to train on, one shard of every batch each (cpu, sim:N, cuda:N, NODE/...)")
       .add(mode, "mode,m", "thread (a stream actor per device) or process (a child per device)")
+      .add(graphs, "graphs", "steps as CUDA graphs (auto, the default) or operator by operator (off)")
       .add(epochs, "epochs", "passes over the training set")
       .add(batch, "batch", "images per step, over all devices (a multiple of their number)")
       .add(hidden, "hidden", "units of the hidden layer")
@@ -87,6 +93,7 @@ run_result train(caf::actor_system& sys, const train_config& cfg,
   ag::graph_option opt;
   opt.devices = devices;
   opt.per_device_per_process = cfg.mode == "process";
+  opt.cuda_graphs = cfg.graphs == "off" ? ag::cuda_graphs::off : ag::cuda_graphs::automatic;
   opt.trace_path = cfg.record_trace;
   opt.nodes = ag::parse_nodes(cfg.nodes);
   opt.key_file = cfg.key;
@@ -149,6 +156,7 @@ run_result train(caf::actor_system& sys, const train_config& cfg,
       const auto gw2 = summed(&G::w2), gb2 = summed(&G::b2);
       for (std::size_t d = 0; d < places.size(); ++d)
         ag::train::update(reps[d], gw1[d], gb1[d], gw2[d], gb2[d], cfg.lr, cfg.momentum);
+      rt.mark_step();
     }
     // The epoch's loss: the mean over steps of the mean over the devices' shards.
     double total = 0;
@@ -180,6 +188,8 @@ int start(int argc, char** argv) {
     return cfg.usage("unexpected argument \"" + cfg.remainder.front() + "\"");
   if (cfg.mode != "thread" && cfg.mode != "process")
     return cfg.usage("--mode=" + cfg.mode + ": expected thread or process");
+  if (cfg.graphs != "auto" && cfg.graphs != "off")
+    return cfg.usage("--graphs=" + cfg.graphs + ": expected auto or off");
   if (cfg.dtype != "float32" && cfg.dtype != "bfloat16")
     return cfg.usage("--dtype=" + cfg.dtype + ": expected float32 or bfloat16");
   if (cfg.epochs < 1 || cfg.hidden < 1 || cfg.hidden > 65536)

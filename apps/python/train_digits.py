@@ -122,6 +122,7 @@ def train(args, train_set, test_set):
                 for d, r in enumerate(reps):
                     r.update({name: parts[d] for name, parts in summed.items()},
                              args.lr, args.momentum)
+                rt.mark_step()  # a step: replayed as a CUDA graph once it repeats
             total = sum(l.item() for l in loss_sum)
             loss = np.float32(total / steps / len(places))
             print(f"epoch {epoch + 1:3d}  loss {float(loss):.9g}", flush=True)
