@@ -1,15 +1,24 @@
 // Steps as CUDA graphs on a real GPU: a runner on cuda:0 captures a step it ran before, replays
-// it, updates it in place (cudaGraphExecUpdate) for other scalars, and runs a step it cannot
-// capture operator by operator; a runtime's marked loop gets the bits of the same loop without
-// graphs, in both modes. Runs where a CUDA device is visible.
+// it, updates it in place (cudaGraphExecUpdate) for other scalars, runs a step's copies from and
+// to the store between its graphs, and keeps no more graphs than its bound; a runtime's marked
+// loop gets the bits of the same loop without graphs, in both modes, and its trace replays to the
+// same digests with graphs on and off. Runs where a CUDA device is visible.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <actorgraph/actorgraph.hpp>
 
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+
+#include "actors/replay.hpp"
+#include "ipc/trace.hpp"
 #include "tests/actors/step_lane.hpp"
 
 namespace {
@@ -93,4 +102,53 @@ TEST_CASE("a marked loop on cuda:0 gets the bits of the same loop without graphs
     REQUIRE(on.size() == off.size());
     CHECK(std::memcmp(on.data(), off.data(), on.size() * sizeof(float)) == 0);
   }
+}
+
+TEST_CASE("a cuda runner keeps no more graphs than its bound: two steps in turn with room for one",
+          "[cuda]") {
+  ag::test::step_lane l{ag::device::cuda(0), ag::test::graphs_on(1), n};
+  for (uint64_t s = 1; s <= 12; ++s) {
+    CAPTURE(s);
+    const bool big = s % 2 == 0;
+    l.step(s, 1.0, 0, big ? 1 : 2);
+    l.runner.confirm();
+    CHECK(l.range(0, big ? n : n / 2) == std::vector<float>(big ? n : n / 2, big ? 3.0f : 5.0f));
+  }
+  REQUIRE(l.out.failures.empty());
+  CHECK(l.runner.graphs().launched == 8);
+  CHECK(l.runner.graphs().instantiated == 8); // each step's graph evicts the other's
+}
+
+TEST_CASE("steps recorded on cuda:0 replay to the same digests with graphs on and off", "[cuda]") {
+  const std::string path = "/tmp/ag-cuda-steps-" + std::to_string(::getpid()) + ".trace";
+  {
+    ag::graph_option opt;
+    opt.devices = {ag::device::cuda(0)};
+    opt.trace_path = path;
+    ag::runtime rt{opt};
+    auto x = rt.uniform({64, 128}, -1.0, 1.0, 3, ag::device::cuda(0));
+    auto w = rt.uniform({128, 32}, -0.1, 0.1, 4, ag::device::cuda(0));
+    for (int s = 0; s < 8; ++s) {
+      w = w * 0.99 + ag::matmul(x.transpose(0, 1), (x.matmul(w) + 0.5).relu()) * 1e-3;
+      rt.mark_step();
+    }
+    (void)w.to(ag::device::cpu()).to_vector();
+  }
+  const auto t = ag::trace::read_file(path);
+  std::remove(path.c_str());
+  std::vector<std::string> digests;
+  for (bool graphs : {true, false}) {
+    caf::actor_system_config cfg;
+    cfg.set("logger.console", caf::atom("none"));
+    caf::actor_system sys{cfg};
+    ag::replay_options ro;
+    ro.process = false;
+    ro.timeout = std::chrono::seconds{20};
+    ro.steps.enabled = graphs;
+    const auto report = ag::replay(sys, t, ro);
+    CHECK(report.matched);
+    CHECK(report.divergence == "");
+    digests.push_back(ag::format_digests(report.digests));
+  }
+  CHECK(digests[0] == digests[1]);
 }
