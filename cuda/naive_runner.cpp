@@ -199,7 +199,7 @@ peer_directory::operand naive_runner::peer_operand(const op_desc& op, uint32_t l
     if (it == operands_.end())
       throw error(describe(op) + ": operand #" + std::to_string(id) + " is not on "
                   + stream_.device().str());
-    return {it->second.ptr, it->second.bytes, stream_.device()};
+    return {bound(it->second.ptr), it->second.bytes, stream_.device()};
   }
   if (slot != operand_ref::no_offset)
     return imported(op, lane, id, slot);
@@ -371,7 +371,7 @@ const void* naive_runner::strided_input(const op_desc& op, const operand_ref& re
   if (it->second.bytes < bytes || (exact && it->second.bytes != bytes))
     throw error(describe(op) + ": operand #" + std::to_string(ref.id) + " holds "
                 + std::to_string(it->second.bytes) + " bytes, the op reads " + std::to_string(bytes));
-  return static_cast<const char*>(it->second.ptr) + offset * size;
+  return static_cast<const char*>(bound(it->second.ptr)) + offset * size;
 }
 
 // An elementwise operator: every operand read through the layout must lie within it.

@@ -85,6 +85,19 @@ TEST_CASE("a step that alternates between two bindings keeps a graph for each",
   CHECK(l.runner.graphs().launched == 10);
 }
 
+TEST_CASE("a step whose input moves while its own memory stays reads the input it is given",
+          "[steps][graphs]") {
+  lane l{graphs()};
+  for (uint64_t s = 1; s <= 12; ++s) {
+    CAPTURE(s);
+    const bool first = s % 3 != 0; // #1 (1.5) twice, then #3 (4): the step's blocks stay put
+    l.step(s, 1.0, 0, first ? 1 : 3);
+    CHECK(l.range(0) == all(first ? 3.0f : 8.0f));
+  }
+  REQUIRE(l.out.failures.empty());
+  CHECK(l.runner.graphs().launched == 10);
+}
+
 TEST_CASE("the cache keeps at most max graphs: two steps in turn with room for one",
           "[steps][graphs]") {
   lane l{graphs(1)};
@@ -103,7 +116,7 @@ TEST_CASE("the cache keeps at most max graphs: two steps in turn with room for o
 TEST_CASE("an operator failing inside a replayed step fails naming the operator and the step",
           "[steps][graphs]") {
   lane l{graphs()};
-  // A step that gathers rows of the table #1 ([n / 4, 4]) by indices #3 or #4 (int64, [8]).
+  // A step that gathers rows of the table #1 ([n / 4, 4]) by indices #13 or #14 (int64, [8]).
   auto gather_step = [&](uint64_t s, ag::operand_id indices) {
     const ag::operand_id t = l.next_id++;
     ag::batch b;
@@ -116,19 +129,19 @@ TEST_CASE("an operator failing inside a replayed step fails naming the operator 
     l.send(b);
   };
   ag::batch idx;
-  auto good = ag::make_op(ag::op_kind::fill, {3}, {}, {}, 8, 0, 0, 0, 3);
+  auto good = ag::make_op(ag::op_kind::fill, {13}, {}, {}, 8, 0, 0, 0, 3);
   good.type = ag::dtype::int64;
-  auto bad = ag::make_op(ag::op_kind::fill, {4}, {}, {}, 8, 0, 0, 0, 100000);
+  auto bad = ag::make_op(ag::op_kind::fill, {14}, {}, {}, 8, 0, 0, 0, 100000);
   bad.type = ag::dtype::int64;
   idx.ops = {good, bad};
   l.send(idx);
   for (uint64_t s = 1; s <= 4; ++s)
-    gather_step(s, 3);
+    gather_step(s, 13);
   REQUIRE(l.out.failures.empty());
   CHECK(l.runner.graphs().launched == 2);
   CHECK(l.range(0, 32) == all(1.5f, 32));
   const uint64_t failing = l.ops + 1;
-  gather_step(5, 4);
+  gather_step(5, 14);
   REQUIRE(l.out.failures.size() == 1);
   CHECK_THAT(l.out.failures[0], Contains("sim:0") && Contains("out of range")
                                   && Contains("in step 5, launched as a graph"));

@@ -29,12 +29,14 @@ struct step_lane {
   uint64_t ops = 0;
   ag::operand_id next_id = 100;
 
-  // On `dev` (a CUDA stream pins the store), #1 holding n elements of 1.5 and #2 n / 2 of 2.5.
+  // On `dev` (a CUDA stream pins the store), #1 holding n elements of 1.5, #2 n / 2 of 2.5 and
+  // #3 n of 4.
   step_lane(ag::device dev, ag::step_policy p, uint64_t elements)
     : n(elements), runner(setup(dev, p), out) {
     ag::batch b;
     b.ops.push_back(ag::make_op(ag::op_kind::fill, {1}, {}, {}, n, 0, 0, 0, 1.5));
     b.ops.push_back(ag::make_op(ag::op_kind::fill, {2}, {}, {}, n / 2, 0, 0, 0, 2.5));
+    b.ops.push_back(ag::make_op(ag::op_kind::fill, {3}, {}, {}, n, 0, 0, 0, 4.0));
     send(b);
   }
 
@@ -56,10 +58,10 @@ struct step_lane {
     runner.execute(b, false);
   }
 
-  // Step `step`: out = (x + x) * c into store range r, x being #1 (count n) or #2 (n / 2); with
+  // Step `step`: out = (x + x) * c into store range r, x being #1 or #3 (count n) or #2 (n / 2); with
   // host_copy, out is also copied from range r to range r + 1 (on the host).
   void step(uint64_t step, double c, int r, ag::operand_id x = 1, bool host_copy = false) {
-    const uint64_t count = x == 1 ? n : n / 2;
+    const uint64_t count = x == 2 ? n / 2 : n;
     const ag::operand_id t1 = next_id++, t2 = next_id++;
     ag::batch b;
     b.step = step;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <variant>
 #include <vector>
 
@@ -171,4 +172,34 @@ TEST_CASE("a child killed while it replays steps fails its device's work, and th
   }
   CHECK(ag::test::runner_children().empty());
   CHECK(ag::test::my_shm().empty());
+}
+
+TEST_CASE("threads that submit and mark steps at once each get their own results in order",
+          "[steps][concurrency]") {
+  for (bool process : {false, true})
+  for (bool graphs : {false, true}) {
+    CAPTURE(process, graphs);
+    ag::runtime rt{steps_option(process, graphs)};
+    constexpr int threads = 4, rounds = 60;
+    std::vector<std::vector<float>> got(threads);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        const auto d = ag::device::sim(t % 2);
+        auto x = rt.full({256}, double(t), d);
+        for (int r = 0; r < rounds; ++r) {
+          x = x + 1.0;
+          if (r % 7 == 3)
+            x = x.to(ag::device::sim((t + 1) % 2)).to(d); // a move inside the step
+          rt.mark_step();
+          if (r % 20 == 19) // a read in the middle of another thread's step
+            (void)x.sum().to_vector();
+        }
+        got[t] = x.to_vector();
+      });
+    for (auto& th : pool)
+      th.join();
+    for (int t = 0; t < threads; ++t)
+      CHECK(got[t] == std::vector<float>(256, float(t + rounds)));
+  }
 }
