@@ -176,8 +176,8 @@ std::pair<uint64_t, std::string> batch_runner::run_batch(const batch& b) {
     const uint64_t index = b.ops_before + i + 1;
     try {
       // A recorded step's operators only record their calls: the step is one span.
-      timeline::scoped_span op_span{recording_ ? nullptr : setup_.timeline.get(), pid_, track(),
-                                    {}, "op"};
+      timeline::scoped_span op_span{recorder_->recording() ? nullptr : setup_.timeline.get(), pid_,
+                                    track(), {}, "op"};
       recorder_->at(i);
       if (b.ops[i].kind == op_kind::await) {
         await_lane(b.ops[i], index, launched);

@@ -113,7 +113,6 @@ private:
   std::vector<recorded_call> calls_; // of the step being recorded
   std::vector<uint64_t> binding_;    // likewise
   std::vector<std::size_t> cuts_;    // likewise: where its stretches end (step_cache::graph_slot)
-  bool recording_ = false;
   // The step a graph launched since the last synchronize ran (0: none): an asynchronous failure
   // names it.
   uint64_t graph_step_ = 0;

@@ -46,9 +46,7 @@ std::pair<uint64_t, std::string> batch_runner::run_step(const batch& b, step_cac
   binding_.clear();
   recorder_->record(&calls_);
   runner_->bind_into(&binding_);
-  recording_ = true;
   auto failure = run_batch(b);
-  recording_ = false;
   runner_->bind_into(nullptr);
   recorder_->record(nullptr);
   if (failure.first != 0) { // an operator failed its checks: those before it run as they are

@@ -186,7 +186,7 @@ public:
       presence_ = sys_->spawn(presence, opt_.nodes.size());
       try {
         nodes_->start(*sys_, presence_, *env_, store().size(), opt_.start_timeout,
-                      stop_timeout(opt_.wait_timeout), "graph_option::start_timeout", steps_of(opt_));
+                      stop_timeout(opt_.wait_timeout), "graph_option::start_timeout", setup.steps);
       } catch (...) {
         caf::anon_send_exit(presence_, caf::exit_reason::user_shutdown);
         release_node_proxies();
@@ -194,8 +194,7 @@ public:
         throw;
       }
     }
-    executor_ = spawn_executor(*sys_, std::move(setup));
-    submits_.attach(executor_);
+    submits_.attach(executor_ = spawn_executor(*sys_, std::move(setup)));
     forget_thread_logger();
     try {
       ask<caf::unit_t>("start-up (waiting for every runner to be ready)",

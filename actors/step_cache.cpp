@@ -44,7 +44,7 @@ bool has_shape(const op_desc& s, const op_desc& op) noexcept {
          && s.layout.b_offset == op.layout.b_offset && s.layout.c_offset == op.layout.c_offset;
 }
 
-// FNV-1a over the fields same_shape compares.
+// FNV-1a over the fields has_shape compares.
 struct hasher {
   uint64_t h = 14695981039346656037ull;
   void add(uint64_t v) noexcept {
@@ -105,7 +105,6 @@ step_cache::entry* step_cache::see(const batch& b) {
     if (!same)
       continue;
     ++e.seen;
-    e.used = clock_;
     entries_.splice(entries_.end(), entries_, it->second); // most recent last
     return &e;
   }
@@ -126,7 +125,6 @@ step_cache::entry* step_cache::see(const batch& b) {
     e.shape.push_back(shape_of(op));
   e.hash = h.h;
   e.seen = 1;
-  e.used = clock_;
   entries_.push_back(std::move(e));
   by_hash_.emplace(h.h, std::prev(entries_.end()));
   return &entries_.back();

@@ -36,13 +36,10 @@ public:
     uint64_t hash = 0;
     uint64_t seen = 0;          // runs, this one included
     uint32_t failed_captures = 0; // in a row; past 3 the step runs as it is from then on
-    uint64_t used = 0;
     std::vector<graph_slot> graphs;
   };
 
   explicit step_cache(step_policy p) noexcept : policy_(p) {}
-
-  const step_policy& policy() const noexcept { return policy_; }
 
   // The entry of batch b's step, counted as run once more; null when b is not one to keep: not
   // a step, graphs off, fewer than min_operators, or an operator that waits on the host (await)

@@ -34,10 +34,7 @@ public:
   ag::device device() const noexcept override { return device_; }
 
   void* allocate(std::size_t bytes) override {
-    // 64-byte alignment, as the store and CUDA give; at least one line so that empty tensors
-    // still get a distinct address.
-    constexpr std::size_t align = 64;
-    const std::size_t rounded = bytes == 0 ? align : (bytes + align - 1) / align * align;
+    const std::size_t rounded = rounded_size(bytes);
     if (auto it = cache_.find(rounded); it != cache_.end() && !it->second.empty()) {
       void* p = it->second.back();
       it->second.pop_back();
@@ -54,8 +51,7 @@ public:
   // Into a cache by size, as a CUDA stream's allocator does, so that a step run again gets the
   // same memory; past max_cached bytes the rest goes back, unless frees are held.
   void deallocate(void* ptr, std::size_t bytes) noexcept override {
-    constexpr std::size_t align = 64;
-    const std::size_t rounded = bytes == 0 ? align : (bytes + align - 1) / align * align;
+    const std::size_t rounded = rounded_size(bytes);
     try {
       cache_[rounded].push_back(ptr);
       cached_bytes_ += rounded;
@@ -121,6 +117,13 @@ public:
 
 private:
   static constexpr std::size_t max_cached = std::size_t{64} << 20;
+  static constexpr std::size_t align = 64;
+
+  // 64-byte alignment, as the store and CUDA give; at least one line so that empty tensors still
+  // get a distinct address.
+  static std::size_t rounded_size(std::size_t bytes) noexcept {
+    return bytes == 0 ? align : (bytes + align - 1) / align * align;
+  }
 
   // Gives cached blocks back until at most `keep` bytes are cached, the largest first.
   void trim(std::size_t keep) noexcept {

@@ -32,8 +32,6 @@ public:
   // What a recording freed may go back to the host, once its calls ran (or will no more).
   void release_deferred() noexcept { inner_.hold_frees(false); }
 
-  kernel_stream& inner() noexcept { return inner_; }
-
   ag::device device() const noexcept override { return inner_.device(); }
   void* allocate(std::size_t bytes) override { return inner_.allocate(bytes); }
   void deallocate(void* ptr, std::size_t bytes) noexcept override { inner_.deallocate(ptr, bytes); }

@@ -133,15 +133,16 @@ struct graph_option {
 
   // Steps (runtime::mark_step) as CUDA graphs. A device that runs the same step again (the same
   // operators, shapes, dtypes and attributes) records it on its cuda_graph_after + 1-th run: its
-  // operators are checked and given memory as always, but their kernels are captured into one
-  // CUDA graph, launched from then on in one call whenever the step binds the same memory and
-  // scalars again; one that binds others updates a graph of the step in place
-  // (cudaGraphExecUpdate) rather than making a new one. Each device keeps at most
-  // max_cuda_graphs graphs (4 per step at most, one per binding), the least recently used going
-  // first; a graph holds no tensor memory, only the driver's copy of its kernels' arguments. Steps
-  // of one operator, and steps with collectives, direct transfers or awaits of another lane, run
-  // operator by operator. sim devices run the same logic with the recorded calls in place of a
-  // CUDA graph. Results are bit for bit those of operator-by-operator runs.
+  // operators are checked and given memory as always, but their kernels are captured into CUDA
+  // graphs (copies from and to the host run between them as they are), launched from then on
+  // whenever the step binds the same memory and scalars again. A run that binds others gets
+  // graphs of its own, up to 8 bindings per step, past which the step's oldest are updated in
+  // place (cudaGraphExecUpdate). Each device keeps the graphs of at most max_cuda_graphs
+  // bindings, the least recently used going first; a graph holds no tensor memory, only the
+  // driver's copy of its kernels' arguments. Steps of one operator, and steps with collectives,
+  // direct transfers or awaits of another lane, run operator by operator. sim devices run the
+  // same logic with the recorded calls in place of a CUDA graph. Results are bit for bit those of
+  // operator-by-operator runs.
   ag::cuda_graphs cuda_graphs = ag::cuda_graphs::automatic;
   std::size_t max_cuda_graphs = 64;
   unsigned cuda_graph_after = 2; // at least 1: the first run of a step sets its memory up

@@ -25,8 +25,8 @@ ag::batch step(uint64_t n, ag::operand_id base, uint64_t seed = 1, double scalar
   return b;
 }
 
-// A graph the cache only counts.
-struct stub_graph final : ag::stream_graph {
+// A graph the cache only counts: nothing to launch.
+struct counted_graph final : ag::stream_graph {
   std::size_t nodes() const noexcept override { return 1; }
 };
 
@@ -75,7 +75,7 @@ TEST_CASE("a step keeps a graph per binding up to its bound, then its oldest is 
   for (uint64_t k = 0; k < ag::step_policy::graphs_per_step; ++k) {
     auto& s = c.slot_for(*e);
     s.binding = {k};
-    s.graphs.push_back(std::make_unique<stub_graph>());
+    s.graphs.push_back(std::make_unique<counted_graph>());
     s.ready = true;
   }
   CHECK(c.graphs() == ag::step_policy::graphs_per_step);
@@ -93,7 +93,7 @@ TEST_CASE("past max_graphs the least recently used graph of another step goes fi
     e[i] = c.see(step(16 * (i + 1), 100));
     auto& s = c.slot_for(*e[i]);
     s.binding = {uint64_t(i)};
-    s.graphs.push_back(std::make_unique<stub_graph>());
+    s.graphs.push_back(std::make_unique<counted_graph>());
     s.ready = true;
     CHECK(c.graphs() <= 2);
   }
