@@ -294,6 +294,7 @@ private:
   void on(const trace::record& r, const trace::local_rec& x) {
     ++report_.messages;
     const std::string where = "local batch (record " + std::to_string(r.index) + ")";
+    await_own_store_writes(x.b, where);
     note_sent(x.b, where);
     export_slots::clear_all(x.b, store_base_, store_bytes_); // the planner did, taking them
     if (topo_->remote(x.b.lane)) {
@@ -314,6 +315,8 @@ private:
     wire::execute_msg m;
     wire::decode(x.body.data(), x.body.size(), m);
     wire::execute_msg remote;
+    for (const auto& b : m.batches)
+      await_own_store_writes(b, where);
     for (auto& b : m.batches) {
       note_sent(b, where);
       export_slots::clear_all(b, store_base_, store_bytes_); // the planner did, taking them
@@ -501,6 +504,28 @@ private:
     }
   }
 
+  // A lane on a node reads the store through the controller's copy, which holds what that lane
+  // wrote there only once the write was acknowledged (Data-out comes before Done): the planner
+  // has such a read wait for its own lane's writer (planner::enqueue), which a trace recorded
+  // with the lanes on this machine did not need. Before b goes to a node lane, the replay waits
+  // likewise for that lane's unacknowledged writes of the store ranges b reads.
+  void await_own_store_writes(const batch& b, const std::string& where) {
+    if (lanes_[b.lane].dev.local())
+      return;
+    for (const auto& r : host_reads(b)) {
+      const auto w = store_writers_.find(r.offset);
+      if (w == store_writers_.end() || w->second.lane != b.lane)
+        continue;
+      const uint64_t index = w->second.index;
+      wait_answers(b.lane, [index](const replay_lane& ln) {
+        return ln.heard >= index || ln.heard_failure;
+      }, "the store range it wrote at " + std::to_string(r.offset) + " before " + where);
+    }
+    for (std::size_t i = 0; i < b.ops.size(); ++i)
+      if (b.ops[i].kind == op_kind::copy && b.ops[i].out.on_host())
+        store_writers_[b.ops[i].out.offset] = {b.lane, b.ops_before + i + 1};
+  }
+
   // -- naming where -------------------------------------------------------------------------------
 
   void note_sent(const batch& b, const std::string& where) {
@@ -543,6 +568,8 @@ private:
   bool peers_ = false; // the trace's lanes read each other's operands (peer_copy, peer_sum)
   std::vector<replay_lane> lanes_;
   std::unordered_map<operand_id, std::string> writers_; // who last wrote each operand
+  // Node lanes: the copy that last wrote the store range at each offset (await_own_store_writes).
+  std::unordered_map<uint64_t, dependency> store_writers_;
   std::unordered_map<operand_id, dependency> written_at_; // the operator that last wrote each
   std::vector<trace::live_operand> live_;
   std::string protocol_error_;
