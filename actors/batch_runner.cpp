@@ -28,11 +28,35 @@ constexpr uint64_t max_unconfirmed_ops = 4096;
 // that wait for nothing but an acknowledgement. An eighth of the store per runner.
 constexpr uint64_t store_share = 8;
 
+// While it lasts, the board shows the operator (or synchronize) the runner is inside: the
+// controller's watchdog counts a child busy there as making progress as long as the child's
+// heartbeat goes on, though it reads nothing meanwhile.
+class running_mark {
+public:
+  running_mark(completion_board* board, uint32_t lane, uint64_t index) noexcept
+    : board_(board), lane_(lane) {
+    if (board_)
+      board_->running(lane_, index);
+  }
+  ~running_mark() {
+    if (board_)
+      board_->running(lane_, 0);
+  }
+  running_mark(const running_mark&) = delete;
+  running_mark& operator=(const running_mark&) = delete;
+
+private:
+  completion_board* board_;
+  uint32_t lane_;
+};
+
+} // namespace
+
 // When each no-hold operand of a batch can go: (id, 1 + the index of the last operator that uses
 // it, or 0 when none does), in that order. Releasing each as soon as its last user has run, not
 // after the whole batch, lets the next operator reuse its memory: a batch of thousands of adds
 // then needs the memory of a few, not of all of them.
-std::vector<std::pair<operand_id, std::size_t>> release_points(const batch& b) {
+std::vector<std::pair<operand_id, std::size_t>> batch_runner::release_points(const batch& b) {
   // Sorted by id while the last users are found: one allocation per batch, a binary search per
   // operand reference.
   std::vector<std::pair<operand_id, std::size_t>> last;
@@ -60,30 +84,6 @@ std::vector<std::pair<operand_id, std::size_t>> release_points(const batch& b) {
                    [](const auto& x, const auto& y) { return x.second < y.second; });
   return last;
 }
-
-// While it lasts, the board shows the operator (or synchronize) the runner is inside: the
-// controller's watchdog counts a child busy there as making progress as long as the child's
-// heartbeat goes on, though it reads nothing meanwhile.
-class running_mark {
-public:
-  running_mark(completion_board* board, uint32_t lane, uint64_t index) noexcept
-    : board_(board), lane_(lane) {
-    if (board_)
-      board_->running(lane_, index);
-  }
-  ~running_mark() {
-    if (board_)
-      board_->running(lane_, 0);
-  }
-  running_mark(const running_mark&) = delete;
-  running_mark& operator=(const running_mark&) = delete;
-
-private:
-  completion_board* board_;
-  uint32_t lane_;
-};
-
-} // namespace
 
 batch_runner::batch_runner(batch_runner_setup setup, runner_answers& out)
   : setup_(std::move(setup)), out_(out), steps_(setup_.steps),
@@ -162,8 +162,8 @@ void batch_runner::acknowledge(std::size_t count, bool always) {
 
 // Runs batch b's operators in order (none once the lane failed), releasing each no-hold operand
 // after its last user; returns the index of the operator that failed and why, or {0, ""}.
-std::pair<uint64_t, std::string> batch_runner::run_batch(const batch& b) {
-  const auto releases = release_points(b);
+batch_runner::outcome batch_runner::run_batch(const batch& b, bool release) {
+  const auto releases = release ? release_points(b) : decltype(release_points(b)){};
   std::size_t released = 0;
   auto release_through = [&](std::size_t op_index) {
     for (; released < releases.size() && releases[released].second <= op_index; ++released)
@@ -179,6 +179,7 @@ std::pair<uint64_t, std::string> batch_runner::run_batch(const batch& b) {
       timeline::scoped_span op_span{recorder_->recording() ? nullptr : setup_.timeline.get(), pid_,
                                     track(), {}, "op"};
       recorder_->at(i);
+      runner_->at(i);
       if (b.ops[i].kind == op_kind::await) {
         await_lane(b.ops[i], index, launched);
         launched = false;

@@ -12,11 +12,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
 #include "actorgraph/device.hpp"
 #include "actors/step_cache.hpp"
+#include "cuda/naive_runner.hpp"
 #include "cuda/export_wait.hpp"
 #include "graph/op.hpp"
 
@@ -64,6 +67,7 @@ struct graph_counts {
   uint64_t instantiated = 0; // graphs made
   uint64_t updated = 0;      // graphs updated in place for another binding
   uint64_t failed = 0;       // captures that failed (the step then ran operator by operator)
+  uint64_t prepared = 0;     // launched without running its operators (run_prepared)
 };
 
 class batch_runner {
@@ -88,12 +92,24 @@ private:
     uint64_t entries_after;
     uint64_t live;
   };
-  std::pair<uint64_t, std::string> run_batch(const batch& b);
-  std::pair<uint64_t, std::string> run_step(const batch& b, step_cache::entry& e,
-                                            bool& as_graph);
-  std::pair<uint64_t, std::string> run_recorded(const batch& b, std::size_t from = 0,
-                                                std::size_t to = SIZE_MAX);
-  std::pair<uint64_t, std::string> launch_step(const batch& b, step_cache::graph_slot& slot);
+  using outcome = std::pair<uint64_t, std::string>; // the operator that failed and why, or 0
+  // When each no-hold operand of b can go: (id, 1 + the index of its last user in b, or 0).
+  static std::vector<std::pair<operand_id, std::size_t>> release_points(const batch& b);
+  // release: the no-hold operands go after their last users (not when a prepared run let them
+  // go already).
+  outcome run_batch(const batch& b, bool release = true);
+  outcome run_step(const batch& b, step_cache::entry& e, bool& as_graph);
+  // A step whose effects are known, run without its operators (batch_runner_steps.cpp); nothing
+  // (and nothing done) when b does not fit them.
+  std::optional<outcome> run_prepared(const batch& b, step_cache::entry& e, bool& as_graph);
+  // calls_, binding_ recorded for b: launched as the graphs of their binding, captured first
+  // when e has none (`match`: look for one).
+  outcome capture_and_launch(const batch& b, step_cache::entry& e, bool& as_graph, bool match);
+  bool patchable(const batch& b, const std::vector<recorded_call>& calls) const;
+  outcome run_recorded(const batch& b, const std::vector<recorded_call>& calls,
+                       std::size_t from = 0, std::size_t to = SIZE_MAX);
+  outcome launch_step(const batch& b, step_cache::graph_slot& slot,
+                      const std::vector<recorded_call>& calls);
   // Where an asynchronous failure was: in a step launched as graphs, which ran its operators as
   // one (batch_runner_steps.cpp).
   static std::string in_graph(uint64_t step);
@@ -113,6 +129,8 @@ private:
   std::vector<recorded_call> calls_; // of the step being recorded
   std::vector<uint64_t> binding_;    // likewise
   std::vector<std::size_t> cuts_;    // likewise: where its stretches end (step_cache::graph_slot)
+  std::vector<operand_effect> effects_; // likewise, at its first recording
+  std::vector<operand_id> created_;     // the operands a prepared run makes
   // The step a graph launched since the last synchronize ran (0: none): an asynchronous failure
   // names it.
   uint64_t graph_step_ = 0;

@@ -1,7 +1,10 @@
 // batch_runner's steps as graphs (actors/step_cache.hpp): recording a step's calls, capturing
 // them, launching the graphs of a step that binds what they were captured for.
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "actors/batch_runner.hpp"
@@ -37,25 +40,71 @@ std::string batch_runner::in_graph(uint64_t step) {
 // scalars, not the store ranges of copies): graphs of the step made for the same binding are
 // launched instead, the copies from and to the store running as they are between them; else the
 // calls are captured (new graphs, or the step's oldest updated in place) and those are launched.
-// A capture that fails runs the calls as they are.
-std::pair<uint64_t, std::string> batch_runner::run_step(const batch& b, step_cache::entry& e,
-                                                        bool& as_graph) {
+// A capture that fails runs the calls as they are. The first recording also keeps what the
+// operators did with their operands (step_cache::entry::effects): from then on a run that fits
+// them does that in their place (run_prepared).
+batch_runner::outcome batch_runner::run_step(const batch& b, step_cache::entry& e,
+                                             bool& as_graph) {
   if (!steps_.wants_graph(e) || failed_)
     return run_batch(b);
+  if (!e.effects.empty() && !e.graphs.empty())
+    if (auto ran = run_prepared(b, e, as_graph))
+      return *ran;
+  const bool learn = e.effects.empty();
   calls_.clear();
   binding_.clear();
+  effects_.clear();
   recorder_->record(&calls_);
   runner_->bind_into(&binding_);
+  if (learn)
+    runner_->effects_into(&effects_);
   auto failure = run_batch(b);
+  const bool complete = runner_->complete();
+  runner_->effects_into(nullptr);
   runner_->bind_into(nullptr);
   recorder_->record(nullptr);
   if (failure.first != 0) { // an operator failed its checks: those before it run as they are
-    auto ran = run_recorded(b);
+    auto ran = run_recorded(b, calls_);
     recorder_->release_deferred();
     return ran.first != 0 ? ran : failure;
   }
+  if (learn && complete) {
+    // Which create made each operand a lookup reads, by this run's ids.
+    std::unordered_map<operand_id, uint32_t> made;
+    for (std::size_t k = 0; k < effects_.size(); ++k) {
+      auto& f = effects_[k];
+      const auto id = operand_of(b.ops[f.op], f.field).id;
+      if (f.kind == operand_effect::what::create)
+        made[id] = static_cast<uint32_t>(k + 1);
+      else if (auto it = made.find(id); f.kind == operand_effect::what::lookup && it != made.end())
+        f.made_by = it->second;
+    }
+    e.effects = std::move(effects_);
+  }
+  return capture_and_launch(b, e, as_graph, true);
+}
+
+// Whether every call of `calls` between the graphs copies its operator's own store range (`a`
+// read, `out` written): a prepared run sets those ranges to its own operators'.
+bool batch_runner::patchable(const batch& b, const std::vector<recorded_call>& calls) const {
+  for (const auto& c : calls) {
+    if (!c.host)
+      continue;
+    const auto* x = std::get_if<recorded_call::copy_args>(&c.call);
+    if (!x || c.op >= b.ops.size())
+      return false;
+    const auto& op = b.ops[c.op];
+    if ((x->dst_on_host && x->dst != setup_.store_base + op.out.offset)
+        || (x->src_on_host && x->src != setup_.store_base + op.a.offset))
+      return false;
+  }
+  return true;
+}
+
+batch_runner::outcome batch_runner::capture_and_launch(const batch& b, step_cache::entry& e,
+                                                       bool& as_graph, bool match) {
   cut(calls_, cuts_);
-  auto* slot = steps_.match(e, binding_, cuts_);
+  auto* slot = match ? steps_.match(e, binding_, &cuts_) : nullptr;
   if (!slot) {
     auto& s = steps_.slot_for(e);
     timeline::scoped_span span{setup_.timeline.get(), pid_, track(), "capture", "graph"};
@@ -79,6 +128,8 @@ std::pair<uint64_t, std::string> batch_runner::run_step(const batch& b, step_cac
       s.graphs.resize(g);
       s.binding = binding_;
       s.cuts = cuts_;
+      s.calls = calls_;
+      s.patchable = patchable(b, calls_);
       s.ready = true;
       e.failed_captures = 0;
       ++(updated ? graph_counts_.updated : graph_counts_.instantiated);
@@ -91,27 +142,146 @@ std::pair<uint64_t, std::string> batch_runner::run_step(const batch& b, step_cac
       ++graph_counts_.failed;
       span.rename("capture failed");
       span.close();
-      auto ran = run_recorded(b);
+      auto ran = run_recorded(b, calls_);
       recorder_->release_deferred();
       return ran;
     }
   }
-  auto result = launch_step(b, *slot);
+  auto result = launch_step(b, *slot, calls_);
   as_graph = result.first == 0;
   recorder_->release_deferred();
   return result;
 }
 
+// A run of step e that fits its effects: the same operands looked up (of the same sizes), created
+// and let go of in the same order as its operators would, without their checks, which held for
+// the same shapes before. Its binding is then the one its operators would bind: the graphs made
+// for it are launched, with the store ranges of b's copies between them. A binding without graphs
+// (new scalars, addresses) has b's operators run over what was made for them (naive_runner::
+// prebound), recorded, and captured. Nothing is done when an operand is not there to look up,
+// is there to create, or lies outside the store: b then runs as any step does, and fails where
+// its operators say.
+std::optional<batch_runner::outcome> batch_runner::run_prepared(const batch& b,
+                                                                step_cache::entry& e,
+                                                                bool& as_graph) {
+  using what = operand_effect::what;
+  created_.clear();
+  for (const auto& f : e.effects) {
+    if (f.op >= b.ops.size())
+      return std::nullopt;
+    const auto& r = operand_of(b.ops[f.op], f.field);
+    const bool on_device = r.id != 0 && !r.on_host();
+    switch (f.kind) {
+      case what::scalars: break;
+      case what::host:
+        if (!r.on_host() || r.offset > setup_.store_size || f.bytes > setup_.store_size - r.offset)
+          return std::nullopt;
+        break;
+      case what::lookup:
+        if (!on_device)
+          return std::nullopt;
+        if (f.made_by != 0) { // the operand a create of this step made, as when recorded
+          const auto& maker = e.effects[f.made_by - 1];
+          if (operand_of(b.ops[maker.op], maker.field).id != r.id)
+            return std::nullopt;
+        } else if (!runner_->find(r.id, f.bytes)) {
+          return std::nullopt;
+        }
+        break;
+      case what::create:
+        if (!on_device || runner_->holds(r.id))
+          return std::nullopt;
+        created_.push_back(r.id);
+        break;
+    }
+  }
+  std::sort(created_.begin(), created_.end());
+  if (std::adjacent_find(created_.begin(), created_.end()) != created_.end())
+    return std::nullopt; // an operand made twice: its operators say so
+  timeline::scoped_span span{setup_.timeline.get(), pid_, track(), "prepared", "graph"};
+  // What is let go of may be handed out again at once, in stream order, as when the operators
+  // run; not back to the host before the graphs that read it ran.
+  recorder_->hold_frees(true);
+  binding_.clear();
+  const auto releases = release_points(b);
+  std::size_t released = 0;
+  auto retire_through = [&](std::size_t op_index) {
+    for (; released < releases.size() && releases[released].second <= op_index; ++released)
+      runner_->retire(releases[released].first);
+  };
+  retire_through(0);
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < b.ops.size(); ++i) {
+    const auto& op = b.ops[i];
+    for (; k < e.effects.size() && e.effects[k].op == i; ++k) {
+      const auto& f = e.effects[k];
+      const auto& r = operand_of(op, f.field);
+      void* p = nullptr;
+      switch (f.kind) {
+        case what::scalars: {
+          uint64_t bits[2];
+          std::memcpy(&bits[0], &op.scalar, sizeof bits[0]);
+          std::memcpy(&bits[1], &op.scalar2, sizeof bits[1]);
+          binding_.insert(binding_.end(), {bits[0], bits[1], op.m, op.n});
+          continue;
+        }
+        case what::host: p = setup_.store_base + r.offset; break;
+        case what::lookup: p = runner_->find(r.id, f.bytes); break;
+        case what::create: p = runner_->create(r.id, f.bytes); break;
+      }
+      if (f.bound)
+        binding_.push_back(reinterpret_cast<uintptr_t>(p));
+    }
+    retire_through(i + 1);
+  }
+  auto* slot = steps_.match(e, binding_, nullptr);
+  if (slot && slot->patchable) {
+    for (auto& c : slot->calls)
+      if (c.host) {
+        auto& x = std::get<recorded_call::copy_args>(c.call);
+        if (x.dst_on_host)
+          x.dst = setup_.store_base + b.ops[c.op].out.offset;
+        if (x.src_on_host)
+          x.src = setup_.store_base + b.ops[c.op].a.offset;
+      }
+    span.close();
+    runner_->bury();
+    auto result = launch_step(b, *slot, slot->calls);
+    as_graph = result.first == 0;
+    graph_counts_.prepared += as_graph ? 1 : 0;
+    recorder_->release_deferred();
+    return result;
+  }
+  span.rename("prepared, new binding");
+  span.close();
+  calls_.clear();
+  binding_.clear();
+  recorder_->record(&calls_);
+  runner_->bind_into(&binding_);
+  runner_->prebound(true);
+  auto failure = run_batch(b, false);
+  runner_->prebound(false);
+  runner_->bind_into(nullptr);
+  recorder_->record(nullptr);
+  runner_->bury();
+  if (failure.first != 0) {
+    auto ran = run_recorded(b, calls_);
+    recorder_->release_deferred();
+    return ran.first != 0 ? ran : failure;
+  }
+  return capture_and_launch(b, e, as_graph, false);
+}
+
 // The stretches of a step: the copies from and to the store as recorded now, the graphs of the
 // rest.
-std::pair<uint64_t, std::string> batch_runner::launch_step(const batch& b,
-                                                           step_cache::graph_slot& slot) {
+batch_runner::outcome batch_runner::launch_step(const batch& b, step_cache::graph_slot& slot,
+                                                const std::vector<recorded_call>& calls) {
   timeline::scoped_span span{setup_.timeline.get(), pid_, track(), "launch", "graph"};
   std::size_t from = 0, g = 0;
   for (const auto c : slot.cuts) {
     const std::size_t to = c & ~host_mark;
     if (c & host_mark) {
-      if (auto ran = run_recorded(b, from, to); ran.first != 0)
+      if (auto ran = run_recorded(b, calls, from, to); ran.first != 0)
         return ran;
     } else {
       try {
@@ -120,10 +290,10 @@ std::pair<uint64_t, std::string> batch_runner::launch_step(const batch& b,
       } catch (const graph_call_error& ge) { // a call of a cpu or sim graph: its operator is known
         return {b.ops_before + ge.op + 1, ge.what() + in_graph(b.step)};
       } catch (const std::exception& ex) {
-        return {b.ops_before + calls_[from].op + 1,
+        return {b.ops_before + calls[from].op + 1,
                 "step " + std::to_string(b.step) + ": launching its CUDA graph of operators "
-                  + std::to_string(calls_[from].op + 1) + " to "
-                  + std::to_string(calls_[to - 1].op + 1) + " failed: " + ex.what()};
+                  + std::to_string(calls[from].op + 1) + " to "
+                  + std::to_string(calls[to - 1].op + 1) + " failed: " + ex.what()};
       }
     }
     from = to;
@@ -135,13 +305,14 @@ std::pair<uint64_t, std::string> batch_runner::launch_step(const batch& b,
 
 // The calls [from, to) recorded for b's operators, run as they are (in order, up to the first that
 // fails).
-std::pair<uint64_t, std::string> batch_runner::run_recorded(const batch& b, std::size_t from,
-                                                            std::size_t to) {
-  for (std::size_t i = from; i < calls_.size() && i < to; ++i) {
+batch_runner::outcome batch_runner::run_recorded(const batch& b,
+                                                 const std::vector<recorded_call>& calls,
+                                                 std::size_t from, std::size_t to) {
+  for (std::size_t i = from; i < calls.size() && i < to; ++i) {
     try {
-      calls_[i].run(*stream_);
+      calls[i].run(*stream_);
     } catch (const std::exception& ex) {
-      return {b.ops_before + calls_[i].op + 1, ex.what()};
+      return {b.ops_before + calls[i].op + 1, ex.what()};
     }
   }
   return {0, {}};

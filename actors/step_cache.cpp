@@ -44,12 +44,12 @@ bool has_shape(const op_desc& s, const op_desc& op) noexcept {
          && s.layout.b_offset == op.layout.b_offset && s.layout.c_offset == op.layout.c_offset;
 }
 
-// FNV-1a over the fields has_shape compares.
+// The fields has_shape compares, mixed a word at a time (it runs over every operator of a step).
 struct hasher {
   uint64_t h = 14695981039346656037ull;
   void add(uint64_t v) noexcept {
-    for (int i = 0; i < 8; ++i, v >>= 8)
-      h = (h ^ (v & 0xff)) * 1099511628211ull;
+    h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
   }
   // op's shape (shape_of), op not copied.
   void add(const op_desc& s) noexcept {
@@ -131,9 +131,9 @@ step_cache::entry* step_cache::see(const batch& b) {
 }
 
 step_cache::graph_slot* step_cache::match(entry& e, const std::vector<uint64_t>& binding,
-                                          const std::vector<std::size_t>& cuts) {
+                                          const std::vector<std::size_t>* cuts) {
   for (auto& g : e.graphs)
-    if (g.ready && g.binding == binding && g.cuts == cuts) {
+    if (g.ready && g.binding == binding && (!cuts || g.cuts == *cuts)) {
       g.used = ++clock_;
       return &g;
     }

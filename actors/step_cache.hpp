@@ -15,6 +15,7 @@
 
 #include "actors/step_policy.hpp"
 #include "cuda/kernel_stream.hpp"
+#include "cuda/naive_runner.hpp"
 #include "graph/op.hpp"
 
 namespace ag {
@@ -28,6 +29,10 @@ public:
     std::vector<uint64_t> binding;
     std::vector<std::size_t> cuts;
     std::vector<std::unique_ptr<stream_graph>> graphs;
+    // The calls captured, with the store ranges of the copies between the graphs as the run that
+    // captured them had them: a prepared run (entry::effects) sets its own before it launches.
+    std::vector<recorded_call> calls;
+    bool patchable = false; // every call between the graphs is a copy of the operator's own range
     bool ready = false; // captured: binding, cuts and graphs belong together
     uint64_t used = 0;  // the cache's clock at its last launch
   };
@@ -36,6 +41,9 @@ public:
     uint64_t hash = 0;
     uint64_t seen = 0;          // runs, this one included
     uint32_t failed_captures = 0; // in a row; past 3 the step runs as it is from then on
+    // What its operators did with their operands when it was first recorded: a later run does
+    // that again in their place (batch_runner::run_prepared). Empty: not known, or not possible.
+    std::vector<operand_effect> effects;
     std::vector<graph_slot> graphs;
   };
 
@@ -51,8 +59,9 @@ public:
     return e.seen > policy_.capture_after && e.failed_captures <= 3;
   }
   // e's graphs for `binding` and `cuts`, marked used; null when none.
+  // cuts null: any (a prepared run has none of its own).
   graph_slot* match(entry& e, const std::vector<uint64_t>& binding,
-                    const std::vector<std::size_t>& cuts);
+                    const std::vector<std::size_t>* cuts);
   // Where a graph of e for a new binding goes: a new slot while e has fewer than graphs_per_step,
   // else e's least recently used one (whose graph a capture updates in place). A new slot past
   // max_graphs evicts the least recently used graph of the cache first.

@@ -63,31 +63,29 @@ void* naive_runner::input(const op_desc& op, const operand_ref& ref, std::size_t
                   + std::to_string(store_size_) + " bytes");
     // A copy's store range changes from one run of a step to the next: the copy runs outside
     // the step's graphs (recorded_call::host), and its range is not part of their binding.
-    return skip_host_ ? store_base_ + ref.offset : bound(store_base_ + ref.offset);
+    return effect(op, ref, operand_effect::what::host, bytes, store_base_ + ref.offset,
+                  !skip_host_);
   }
-  auto it = operands_.find(ref.id);
-  if (it == operands_.end())
+  const buffer* it = found(ref.id);
+  if (!it)
     throw error(describe(op) + ": operand #" + std::to_string(ref.id) + " is not on "
                 + stream_.device().str());
-  if (it->second.bytes != bytes)
+  if (it->bytes != bytes)
     throw error(describe(op) + ": operand #" + std::to_string(ref.id) + " holds "
-                + std::to_string(it->second.bytes) + " bytes, the op needs "
-                + std::to_string(bytes));
-  return bound(it->second.ptr);
+                + std::to_string(it->bytes) + " bytes, the op needs " + std::to_string(bytes));
+  return effect(op, ref, operand_effect::what::lookup, bytes, it->ptr, true);
 }
 
 void* naive_runner::output(const op_desc& op, const operand_ref& ref, std::size_t bytes) {
   if (ref.on_host())
     return input(op, ref, bytes);
-  if (operands_.count(ref.id) != 0)
-    throw error(describe(op) + ": operand #" + std::to_string(ref.id) + " already exists on "
-                + stream_.device().str());
-  void* p = stream_.allocate(bytes);
-  operands_.emplace(ref.id, buffer{p, bytes});
-  live_bytes_ += bytes;
-  if (peers_)
-    peers_->publish(lane_, ref.id, {p, bytes, stream_.device()});
-  return bound(p);
+  if (const buffer* it = found(ref.id)) {
+    if (!prebound_ || it->bytes != bytes) // prebound: made (and maybe retired) for this run
+      throw error(describe(op) + ": operand #" + std::to_string(ref.id) + " already exists on "
+                  + stream_.device().str());
+    return effect(op, ref, operand_effect::what::create, bytes, it->ptr, true);
+  }
+  return effect(op, ref, operand_effect::what::create, bytes, create(ref.id, bytes), true);
 }
 
 void* naive_runner::piece(const op_desc& op, const operand_ref& ref, bool destination) {
@@ -107,6 +105,8 @@ void naive_runner::run(const op_desc& op) {
     std::memcpy(&bits[0], &op.scalar, sizeof bits[0]);
     std::memcpy(&bits[1], &op.scalar2, sizeof bits[1]);
     bound_->insert(bound_->end(), {bits[0], bits[1], op.m, op.n});
+    if (effects_)
+      effects_->push_back({operand_effect::what::scalars, 0, true, effect_op_, 0});
   }
   skip_host_ = op.kind == op_kind::copy;
   if (auto why = malformed(op); !why.empty() && op.kind != op_kind::upload) // as decoders do
@@ -364,14 +364,16 @@ const void* naive_runner::strided_input(const op_desc& op, const operand_ref& re
   if (ref.on_host())
     return static_cast<const char*>(input(op, ref, static_cast<std::size_t>(bytes)))
            + offset * size;
-  auto it = operands_.find(ref.id);
-  if (it == operands_.end())
+  const buffer* it = found(ref.id);
+  if (!it)
     throw error(describe(op) + ": operand #" + std::to_string(ref.id) + " is not on "
                 + stream_.device().str());
-  if (it->second.bytes < bytes || (exact && it->second.bytes != bytes))
+  if (it->bytes < bytes || (exact && it->bytes != bytes))
     throw error(describe(op) + ": operand #" + std::to_string(ref.id) + " holds "
-                + std::to_string(it->second.bytes) + " bytes, the op reads " + std::to_string(bytes));
-  return static_cast<const char*>(bound(it->second.ptr)) + offset * size;
+                + std::to_string(it->bytes) + " bytes, the op reads " + std::to_string(bytes));
+  return static_cast<const char*>(
+           effect(op, ref, operand_effect::what::lookup, it->bytes, it->ptr, true))
+         + offset * size;
 }
 
 // An elementwise operator: every operand read through the layout must lie within it.
