@@ -13,6 +13,7 @@
 #include "cuda/kernel_stream.hpp"
 #include "cuda/naive_runner.hpp"
 #include "cuda/recording_stream.hpp"
+#include "graph/step_shape.hpp"
 #include "ipc/completion_board.hpp"
 #include "ipc/timeline.hpp"
 
@@ -66,17 +67,18 @@ std::vector<std::pair<operand_id, std::size_t>> batch_runner::release_points(con
   for (auto id : b.no_hold)
     last.emplace_back(id, 0);
   std::sort(last.begin(), last.end());
-  for (std::size_t i = 0; i < b.ops.size(); ++i) {
+  for (std::size_t i = 0; i < b.op_count(); ++i) {
     // A peer_sum names what it reads in its group (in the store), not in its fields: nothing of
     // the batch goes before it.
-    if (b.ops[i].kind == op_kind::peer_sum)
+    if (op_at(b, i).kind == op_kind::peer_sum)
       for (auto& l : last)
         l.second = i + 1;
-    for (const auto* ref : {&b.ops[i].a, &b.ops[i].b, &b.ops[i].c, &b.ops[i].out}) {
-      if (ref->id == 0 || ref->on_host())
+    for (unsigned field : {1u, 2u, 3u, 0u}) {
+      const operand_ref ref = operand_at(b, i, field);
+      if (ref.id == 0 || ref.on_host())
         continue;
-      auto it = std::lower_bound(last.begin(), last.end(), std::pair{ref->id, std::size_t{0}});
-      for (; it != last.end() && it->first == ref->id; ++it)
+      auto it = std::lower_bound(last.begin(), last.end(), std::pair{ref.id, std::size_t{0}});
+      for (; it != last.end() && it->first == ref.id; ++it)
         it->second = i + 1;
     }
   }
@@ -281,20 +283,35 @@ void batch_runner::execute(const batch& b, bool more_waiting) {
   timeline::scoped_span batch_span{setup_.timeline.get(), pid_, track(), "batch", "batch"};
   auto* step = steps_.see(b);
   bool as_graph = false;
-  const auto [failed_at, failure] = step ? run_step(b, *step, as_graph) : run_batch(b);
+  std::optional<outcome> ran;
+  if (step && steps_.wants_graph(*step) && !failed_ && !step->effects.empty()
+      && !step->graphs.empty())
+    ran = run_prepared(b, *step, as_graph);
+  if (!ran) { // its operators run: a batch that came as shape and values is made whole
+    batch whole;
+    if (b.shape) {
+      whole = b;
+      materialize(whole);
+    }
+    const batch& full = b.shape ? whole : b;
+    ran = step ? run_step(full, *step, as_graph) : run_batch(full);
+  }
+  const auto [failed_at, failure] = *ran;
   if (b.step != 0 && batch_span)
     batch_span.rename(as_graph ? "step " + std::to_string(b.step) + " (graph)"
                                : "step " + std::to_string(b.step));
-  batch_span.add("operators", b.ops.size());
+  const std::size_t ops = b.op_count();
+  batch_span.add("operators", ops);
   batch_span.add("released", b.no_hold.size());
   batch_span.add("ops_after", b.ops_after());
   batch_span.close();
-  entries_ += b.ops.size() + b.no_hold.size();
-  launched_ = launched_ || !b.ops.empty();
+  entries_ += ops + b.no_hold.size();
+  launched_ = launched_ || ops != 0;
   pending_.push_back({b.ops_after(), entries_, static_cast<uint64_t>(runner_->live_bytes())});
-  ops_unconfirmed_ += b.ops.size();
-  for (const auto& op : b.ops)
-    if (op.kind == op_kind::copy && (op.a.on_host() || op.out.on_host()))
+  ops_unconfirmed_ += ops;
+  for (std::size_t i = 0; i < ops; ++i)
+    if (const auto& op = op_at(b, i); op.kind == op_kind::copy
+                                      && (operand_at(b, i, 0).on_host() || operand_at(b, i, 1).on_host()))
       host_bytes_unconfirmed_ += op.count * size_of(op.type);
   if (failed_at != 0) {
     // What was launched before the failing operator, this batch's first ones included,

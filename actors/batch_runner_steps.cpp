@@ -11,6 +11,7 @@
 #include "cuda/kernel_stream.hpp"
 #include "cuda/naive_runner.hpp"
 #include "cuda/recording_stream.hpp"
+#include "graph/step_shape.hpp"
 #include "ipc/timeline.hpp"
 
 namespace ag {
@@ -47,9 +48,6 @@ batch_runner::outcome batch_runner::run_step(const batch& b, step_cache::entry& 
                                              bool& as_graph) {
   if (!steps_.wants_graph(e) || failed_)
     return run_batch(b);
-  if (!e.effects.empty() && !e.graphs.empty())
-    if (auto ran = run_prepared(b, e, as_graph))
-      return *ran;
   const bool learn = e.effects.empty();
   calls_.clear();
   binding_.clear();
@@ -91,11 +89,10 @@ bool batch_runner::patchable(const batch& b, const std::vector<recorded_call>& c
     if (!c.host)
       continue;
     const auto* x = std::get_if<recorded_call::copy_args>(&c.call);
-    if (!x || c.op >= b.ops.size())
+    if (!x || c.op >= b.op_count())
       return false;
-    const auto& op = b.ops[c.op];
-    if ((x->dst_on_host && x->dst != setup_.store_base + op.out.offset)
-        || (x->src_on_host && x->src != setup_.store_base + op.a.offset))
+    if ((x->dst_on_host && x->dst != setup_.store_base + operand_at(b, c.op, 0).offset)
+        || (x->src_on_host && x->src != setup_.store_base + operand_at(b, c.op, 1).offset))
       return false;
   }
   return true;
@@ -165,11 +162,12 @@ std::optional<batch_runner::outcome> batch_runner::run_prepared(const batch& b,
                                                                 step_cache::entry& e,
                                                                 bool& as_graph) {
   using what = operand_effect::what;
+  const std::size_t ops = b.op_count();
   created_.clear();
   for (const auto& f : e.effects) {
-    if (f.op >= b.ops.size())
+    if (f.op >= ops)
       return std::nullopt;
-    const auto& r = operand_of(b.ops[f.op], f.field);
+    const operand_ref r = operand_at(b, f.op, f.field);
     const bool on_device = r.id != 0 && !r.on_host();
     switch (f.kind) {
       case what::scalars: break;
@@ -182,7 +180,7 @@ std::optional<batch_runner::outcome> batch_runner::run_prepared(const batch& b,
           return std::nullopt;
         if (f.made_by != 0) { // the operand a create of this step made, as when recorded
           const auto& maker = e.effects[f.made_by - 1];
-          if (operand_of(b.ops[maker.op], maker.field).id != r.id)
+          if (operand_at(b, maker.op, maker.field).id != r.id)
             return std::nullopt;
         } else if (!runner_->find(r.id, f.bytes)) {
           return std::nullopt;
@@ -211,18 +209,16 @@ std::optional<batch_runner::outcome> batch_runner::run_prepared(const batch& b,
   };
   retire_through(0);
   std::size_t k = 0;
-  for (std::size_t i = 0; i < b.ops.size(); ++i) {
-    const auto& op = b.ops[i];
+  for (std::size_t i = 0; i < ops; ++i) {
     for (; k < e.effects.size() && e.effects[k].op == i; ++k) {
       const auto& f = e.effects[k];
-      const auto& r = operand_of(op, f.field);
+      const operand_ref r = operand_at(b, i, f.field);
       void* p = nullptr;
       switch (f.kind) {
         case what::scalars: {
-          uint64_t bits[2];
-          std::memcpy(&bits[0], &op.scalar, sizeof bits[0]);
-          std::memcpy(&bits[1], &op.scalar2, sizeof bits[1]);
-          binding_.insert(binding_.end(), {bits[0], bits[1], op.m, op.n});
+          uint64_t words[4];
+          scalars_at(b, i, words);
+          binding_.insert(binding_.end(), std::begin(words), std::end(words));
           continue;
         }
         case what::host: p = setup_.store_base + r.offset; break;
@@ -240,9 +236,9 @@ std::optional<batch_runner::outcome> batch_runner::run_prepared(const batch& b,
       if (c.host) {
         auto& x = std::get<recorded_call::copy_args>(c.call);
         if (x.dst_on_host)
-          x.dst = setup_.store_base + b.ops[c.op].out.offset;
+          x.dst = setup_.store_base + operand_at(b, c.op, 0).offset;
         if (x.src_on_host)
-          x.src = setup_.store_base + b.ops[c.op].a.offset;
+          x.src = setup_.store_base + operand_at(b, c.op, 1).offset;
       }
     span.close();
     runner_->bury();
@@ -254,22 +250,28 @@ std::optional<batch_runner::outcome> batch_runner::run_prepared(const batch& b,
   }
   span.rename("prepared, new binding");
   span.close();
+  batch whole; // b's operators run: made whole when it came as shape and values
+  if (b.shape) {
+    whole = b;
+    materialize(whole);
+  }
+  const batch& full = b.shape ? whole : b;
   calls_.clear();
   binding_.clear();
   recorder_->record(&calls_);
   runner_->bind_into(&binding_);
   runner_->prebound(true);
-  auto failure = run_batch(b, false);
+  auto failure = run_batch(full, false);
   runner_->prebound(false);
   runner_->bind_into(nullptr);
   recorder_->record(nullptr);
   runner_->bury();
   if (failure.first != 0) {
-    auto ran = run_recorded(b, calls_);
+    auto ran = run_recorded(full, calls_);
     recorder_->release_deferred();
     return ran.first != 0 ? ran : failure;
   }
-  return capture_and_launch(b, e, as_graph, false);
+  return capture_and_launch(full, e, as_graph, false);
 }
 
 // The stretches of a step: the copies from and to the store as recorded now, the graphs of the

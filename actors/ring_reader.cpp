@@ -35,6 +35,7 @@ struct ring_reader_state {
   uint64_t last_id = 0;
   uint64_t executes = 0;
   uint64_t executes_reported = 0;
+  wire::shape_memo shapes; // of the steps decoded so far
   std::chrono::steady_clock::time_point reported_at{};
   bool stopped = false; // a Destroy or a protocol error: nothing more is read
   bool busy = true;     // the last round read a frame
@@ -75,10 +76,9 @@ void handle(reader_actor* self, const std::vector<char>& frame) {
       ++st.executes;
       st.report(self);
       wire::execute_msg m;
-      wire::decode(body, bytes, m);
+      wire::decode(body, bytes, m, st.shapes, st.lane());
       for (auto& b : m.batches)
-        if (b.lane == st.lane())
-          st.runner->execute(b, st.ring().readable(st.setup.reader));
+        st.runner->execute(b, st.ring().readable(st.setup.reader));
       return;
     }
     case wire::msg_type::destroy:

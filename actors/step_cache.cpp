@@ -1,7 +1,8 @@
 #include "actors/step_cache.hpp"
 
 #include <algorithm>
-#include <cstring>
+
+#include "graph/step_shape.hpp"
 
 namespace ag {
 
@@ -9,25 +10,6 @@ namespace {
 
 // How many shapes a cache remembers: steps that never repeat must not grow it.
 std::size_t max_steps(const step_policy& p) noexcept { return 4 * std::max<std::size_t>(p.max_graphs, 16); }
-
-operand_ref shape_of(const operand_ref& r) noexcept {
-  return {r.id != 0 ? 1u : 0u, r.on_host() ? 0 : operand_ref::no_offset};
-}
-
-// op without what its binding holds (naive_runner::bind_into): ids, offsets, scalars, and the
-// seed and first element of a random operator.
-op_desc shape_of(const op_desc& op) {
-  op_desc s = op;
-  s.out = shape_of(op.out);
-  s.a = shape_of(op.a);
-  s.b = shape_of(op.b);
-  s.c = shape_of(op.c);
-  s.scalar = 0;
-  s.scalar2 = 0;
-  if (op.kind == op_kind::random)
-    s.m = s.n = 0;
-  return s;
-}
 
 // Whether op has the shape s (a shape_of): compared field by field, op not copied.
 bool same_ref(const operand_ref& s, const operand_ref& r) noexcept {
@@ -43,29 +25,6 @@ bool has_shape(const op_desc& s, const op_desc& op) noexcept {
          && s.layout.strides == op.layout.strides && s.layout.a_offset == op.layout.a_offset
          && s.layout.b_offset == op.layout.b_offset && s.layout.c_offset == op.layout.c_offset;
 }
-
-// The fields has_shape compares, mixed a word at a time (it runs over every operator of a step).
-struct hasher {
-  uint64_t h = 14695981039346656037ull;
-  void add(uint64_t v) noexcept {
-    h = (h ^ v) * 0x9e3779b97f4a7c15ull;
-    h ^= h >> 29;
-  }
-  // op's shape (shape_of), op not copied.
-  void add(const op_desc& s) noexcept {
-    const bool random = s.kind == op_kind::random;
-    add(static_cast<uint64_t>(s.kind) | uint64_t(s.type) << 8 | uint64_t(s.in_type) << 16);
-    for (const auto* r : {&s.out, &s.a, &s.b, &s.c})
-      add((r->id != 0 ? 2 : 0) + (r->on_host() ? 1 : 0));
-    add(s.count), add(random ? 0 : s.m), add(s.k), add(random ? 0 : s.n);
-    for (auto v : s.layout.shape)
-      add(static_cast<uint64_t>(v));
-    for (auto v : s.layout.strides)
-      add(static_cast<uint64_t>(v));
-    add(static_cast<uint64_t>(s.layout.a_offset)), add(static_cast<uint64_t>(s.layout.b_offset)),
-      add(static_cast<uint64_t>(s.layout.c_offset));
-  }
-};
 
 bool keepable(op_kind k) noexcept {
   switch (k) {
@@ -84,24 +43,28 @@ bool keepable(op_kind k) noexcept {
 } // namespace
 
 step_cache::entry* step_cache::see(const batch& b) {
-  if (!policy_.enabled || b.step == 0 || b.ops.size() < std::max<std::size_t>(policy_.min_operators, 1))
+  const std::size_t ops = b.op_count();
+  if (!policy_.enabled || b.step == 0 || ops < std::max<std::size_t>(policy_.min_operators, 1))
     return nullptr;
-  hasher h;
-  for (const auto& op : b.ops) {
-    if (!keepable(op.kind))
+  for (std::size_t i = 0; i < ops; ++i)
+    if (!keepable(op_at(b, i).kind))
       return nullptr;
-    h.add(op);
-  }
-  h.add(b.ops.size());
+  const uint64_t hash = b.shape ? b.shape->hash : shape_hash(b.ops.data(), ops);
   ++clock_;
-  auto [from, to] = by_hash_.equal_range(h.h);
+  auto [from, to] = by_hash_.equal_range(hash);
   for (auto it = from; it != to; ++it) {
     auto& e = *it->second;
-    if (e.shape.size() != b.ops.size())
+    if (e.shape.size() != ops)
       continue;
-    bool same = true;
-    for (std::size_t i = 0; i < b.ops.size() && same; ++i)
-      same = has_shape(e.shape[i], b.ops[i]);
+    // A shape a child decoded once is the same object run after run.
+    bool same = b.shape && e.decoded == b.shape;
+    if (!same) {
+      same = true;
+      for (std::size_t i = 0; i < ops && same; ++i)
+        same = has_shape(e.shape[i], op_at(b, i));
+      if (same && b.shape)
+        e.decoded = b.shape;
+    }
     if (!same)
       continue;
     ++e.seen;
@@ -120,13 +83,14 @@ step_cache::entry* step_cache::see(const batch& b) {
     entries_.pop_front();
   }
   entry e;
-  e.shape.reserve(b.ops.size());
-  for (const auto& op : b.ops)
-    e.shape.push_back(shape_of(op));
-  e.hash = h.h;
+  e.shape.reserve(ops);
+  for (std::size_t i = 0; i < ops; ++i)
+    e.shape.push_back(shape_of(op_at(b, i)));
+  e.hash = hash;
   e.seen = 1;
+  e.decoded = b.shape;
   entries_.push_back(std::move(e));
-  by_hash_.emplace(h.h, std::prev(entries_.end()));
+  by_hash_.emplace(hash, std::prev(entries_.end()));
   return &entries_.back();
 }
 

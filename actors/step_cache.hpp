@@ -39,6 +39,8 @@ public:
   struct entry {
     std::vector<op_desc> shape; // its operators, ids, offsets and scalars cleared
     uint64_t hash = 0;
+    // The shape a child's decoder gave its last run (batch::shape): the same object next time.
+    std::shared_ptr<const step_shape> decoded;
     uint64_t seen = 0;          // runs, this one included
     uint32_t failed_captures = 0; // in a row; past 3 the step runs as it is from then on
     // What its operators did with their operands when it was first recorded: a later run does

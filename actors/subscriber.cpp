@@ -26,6 +26,7 @@ struct subscriber_state {
   uint64_t last_id = 0; // 0: nothing heard yet
   uint64_t executes = 0; // Execute messages read
   uint64_t executes_reported = 0;
+  wire::shape_memo shapes; // of the steps decoded so far
   std::chrono::steady_clock::time_point reported_at{}; // when `received` last went out
 
   // How far this child has read, for the controller's bound on what it queues and its progress
@@ -187,9 +188,8 @@ void handle(subscriber_actor* self, zmqs::received& r) {
       ++st.executes; // read: counted before it is decoded
       st.report(self, false);
       wire::execute_msg m;
-      wire::decode(r.body.data(), r.body.size(), m);
-      for (auto& b : m.batches)
-        if (b.lane == st.lane) {
+      wire::decode(r.body.data(), r.body.size(), m, st.shapes, st.lane);
+      for (auto& b : m.batches) {
           if (st.node) // what the batch writes to the store goes back before its Done
             if (auto writes = host_writes(b); !writes.empty()) {
               std::vector<uint64_t> ranges;

@@ -1,4 +1,5 @@
 #include "graph/op.hpp"
+#include "graph/step_shape.hpp"
 
 #include "actorgraph/error.hpp"
 #include "graph/op_table.hpp"
@@ -84,10 +85,11 @@ namespace {
 
 std::vector<store_range> copies(const batch& b, bool reads) {
   std::vector<store_range> out;
-  for (const auto& op : b.ops) {
+  for (std::size_t i = 0; i < b.op_count(); ++i) {
+    const auto& op = op_at(b, i);
     if (op.kind != op_kind::copy)
       continue;
-    const operand_ref& host = reads ? op.a : op.out;
+    const operand_ref host = operand_at(b, i, reads ? 1 : 0);
     if (host.on_host())
       out.push_back({host.offset, op.count * size_of(op.type)});
   }

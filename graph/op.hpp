@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -277,19 +278,30 @@ constexpr uint32_t device_lane(std::size_t device_index) noexcept {
 // no_hold after running ops. step: the number of the step (runtime::mark_step) whose operators on
 // this lane the batch holds, all of them or, when some had to wait for another lane, the next
 // ones in order; 0: no step (no marks, or a step that a wait sent before its mark).
+// On the wire a step's batch comes as shape and values (graph/step_shape.hpp): ops holds their
+// shapes, and values value_words words of each operator's values; decoded, it has its operators
+// whole again, or, where a child's decoder saw the shape before (wire::shape_memo), the shape it
+// decoded then and this run's values, ops empty (materialize() makes them whole).
+struct step_shape;
+constexpr std::size_t value_words = 12; // of an operator's values (graph/step_shape.hpp)
+
 struct batch {
   uint32_t lane = 0;
   uint64_t ops_before = 0;
   std::vector<op_desc> ops;
   std::vector<operand_id> no_hold;
   uint64_t step = 0;
+  std::vector<uint64_t> values;
+  std::shared_ptr<const step_shape> shape; // not on the wire: the decoder's
 
-  uint64_t ops_after() const noexcept { return ops_before + ops.size(); }
+  std::size_t op_count() const noexcept { return shape ? values.size() / value_words : ops.size(); }
+  uint64_t ops_after() const noexcept { return ops_before + op_count(); }
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, batch& x) {
-  return f(caf::meta::type_name("batch"), x.lane, x.ops_before, x.ops, x.no_hold, x.step);
+  return f(caf::meta::type_name("batch"), x.lane, x.ops_before, x.step, x.ops, x.no_hold,
+           x.values);
 }
 
 // A range of the host tensor store, in bytes.

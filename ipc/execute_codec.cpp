@@ -8,6 +8,7 @@
 #include <string>
 
 #include "actorgraph/error.hpp"
+#include "graph/step_shape.hpp"
 #include "ipc/wire.hpp"
 
 namespace ag::wire {
@@ -56,6 +57,13 @@ public:
   bool failed() const noexcept { return failed_; }
   void fail() noexcept { failed_ = true; }
   std::size_t remaining() const noexcept { return static_cast<std::size_t>(end_ - p_); }
+  const char* at() const noexcept { return reinterpret_cast<const char*>(p_); }
+  void skip(std::size_t n) noexcept {
+    if (remaining() < n)
+      failed_ = true;
+    else
+      p_ += n;
+  }
 
   uint64_t be(int n) noexcept {
     if (remaining() < static_cast<std::size_t>(n)) {
@@ -112,19 +120,27 @@ private:
   bool failed_ = false;
 };
 
-void put(writer& w, const op_desc& op) noexcept {
+// op, or with `shape` its shape (graph/step_shape.hpp: shape_of), op not copied.
+void put(writer& w, const op_desc& op, bool shape = false) noexcept {
+  const auto ref = [&](const operand_ref& r) {
+    if (shape)
+      w.ref({r.id != 0 ? 1u : 0u, r.on_host() ? 0 : operand_ref::no_offset});
+    else
+      w.ref(r);
+  };
+  const bool seeded = shape && op.kind == op_kind::random; // its seed and first element vary
   w.u8(static_cast<uint8_t>(op.kind));
-  w.ref(op.out);
-  w.ref(op.a);
-  w.ref(op.b);
+  ref(op.out);
+  ref(op.a);
+  ref(op.b);
   w.u64(op.count);
-  w.u64(op.m);
+  w.u64(seeded ? 0 : op.m);
   w.u64(op.k);
-  w.u64(op.n);
-  w.f64(op.scalar);
+  w.u64(seeded ? 0 : op.n);
+  w.f64(shape ? 0.0 : op.scalar);
   w.u8(static_cast<uint8_t>(op.type));
   w.u8(static_cast<uint8_t>(op.in_type));
-  w.ref(op.c);
+  ref(op.c);
   w.length(op.layout.shape.size());
   for (auto v : op.layout.shape)
     w.i64(v);
@@ -134,7 +150,7 @@ void put(writer& w, const op_desc& op) noexcept {
   w.i64(op.layout.a_offset);
   w.i64(op.layout.b_offset);
   w.i64(op.layout.c_offset);
-  w.f64(op.scalar2);
+  w.f64(shape ? 0.0 : op.scalar2);
 }
 
 void get(reader& r, std::vector<int64_t>& v) {
@@ -167,6 +183,21 @@ void get(reader& r, op_desc& op) {
   op.scalar2 = r.f64();
 }
 
+// Past one encoded operator, without decoding it.
+void skip_op(reader& r) noexcept {
+  constexpr std::size_t head = sizeof(op_kind) + 4 * operand_ref_bytes + 4 * sizeof(uint64_t)
+                               + sizeof(double) + 2 * sizeof(dtype);
+  r.skip(head - operand_ref_bytes); // to c, which comes after the dtypes
+  r.skip(operand_ref_bytes);
+  for (int dims = 0; dims < 2 && !r.failed(); ++dims) {
+    const std::size_t n = r.length();
+    if (n > r.remaining() / sizeof(int64_t))
+      return r.fail();
+    r.skip(n * sizeof(int64_t));
+  }
+  r.skip(3 * sizeof(int64_t) + sizeof(double));
+}
+
 [[noreturn]] void refuse(const std::string& why) {
   throw error("wire: malformed execute message: " + why);
 }
@@ -178,15 +209,30 @@ bytes encode(execute_msg& x) {
   writer w{out.data()};
   w.length(x.batches.size());
   for (const auto& b : x.batches) {
+    const bool split = split_on_wire(b);
+    const std::size_t ops = b.op_count();
     w.u32(b.lane);
     w.u64(b.ops_before);
-    w.length(b.ops.size());
-    for (const auto& op : b.ops)
-      put(w, op);
+    w.u64(b.step);
+    w.length(ops);
+    for (std::size_t i = 0; i < ops; ++i)
+      put(w, b.shape ? b.shape->ops[i] : b.ops[i], split);
     w.length(b.no_hold.size());
     for (auto id : b.no_hold)
       w.u64(id);
-    w.u64(b.step);
+    if (split) {
+      w.length(ops * value_words);
+      uint64_t words[value_words];
+      for (const auto& op : b.ops) {
+        put_values(op, words);
+        for (auto v : words)
+          w.u64(v);
+      }
+    } else {
+      w.length(b.values.size());
+      for (auto v : b.values)
+        w.u64(v);
+    }
   }
   if (w.at() != out.data() + out.size())
     throw error("wire: an Execute body took " + std::to_string(w.at() - out.data())
@@ -194,7 +240,23 @@ bytes encode(execute_msg& x) {
   return out;
 }
 
-void decode(const void* data, std::size_t size, execute_msg& x) {
+namespace {
+
+void get_ops(reader& r, std::size_t ops, std::vector<op_desc>& into) {
+  into.reserve(std::min(ops, r.remaining() / op_desc_bytes));
+  for (std::size_t k = 0; k < ops && !r.failed(); ++k)
+    get(r, into.emplace_back());
+}
+
+void check(const batch& b, const std::vector<op_desc>& ops) {
+  for (const auto& op : ops)
+    if (auto why = malformed(op); !why.empty())
+      refuse("lane " + std::to_string(b.lane) + " has " + why);
+}
+
+// memo: a child's (above); it runs lane `lane` alone, and the other lanes' batches are passed over.
+void decode_into(const void* data, std::size_t size, execute_msg& x, shape_memo* memo,
+                 uint32_t lane) {
   reader r{data, size};
   const auto truncated = [&] {
     refuse("truncated or a length beyond the " + std::to_string(size) + "-byte buffer");
@@ -205,24 +267,88 @@ void decode(const void* data, std::size_t size, execute_msg& x) {
     auto& b = x.batches.emplace_back();
     b.lane = r.u32();
     b.ops_before = r.u64();
+    b.step = r.u64();
     const std::size_t ops = r.length();
-    b.ops.reserve(std::min(ops, r.remaining() / op_desc_bytes));
+    const char* ops_at = r.at();
     for (std::size_t k = 0; k < ops && !r.failed(); ++k)
-      get(r, b.ops.emplace_back());
+      skip_op(r);
+    const std::size_t ops_bytes = static_cast<std::size_t>(r.at() - ops_at);
     const std::size_t held = r.length();
     b.no_hold.reserve(std::min(held, r.remaining() / no_hold_bytes));
     for (std::size_t k = 0; k < held && !r.failed(); ++k)
       b.no_hold.push_back(r.u64());
-    b.step = r.u64();
+    const std::size_t values = r.length();
+    if (r.failed())
+      truncated();
+    if (values != 0 && (b.step == 0 || values != ops * value_words))
+      refuse("lane " + std::to_string(b.lane) + " has " + std::to_string(values)
+             + " value words for " + std::to_string(ops) + " operators"
+             + (b.step == 0 ? " outside a step" : ""));
+    if (memo && b.lane != lane) {
+      r.skip(values * sizeof(uint64_t));
+      x.batches.pop_back();
+      continue;
+    }
+    b.values.resize(values);
+    for (auto& v : b.values)
+      v = r.u64();
+    if (r.failed())
+      truncated();
+    if (values != 0 && memo) { // a step's shape, decoded once
+      if (auto known = memo->find(ops_at, ops_bytes)) {
+        b.shape = std::move(known);
+        continue;
+      }
+      reader shape_reader{ops_at, ops_bytes};
+      auto shape = std::make_shared<step_shape>();
+      get_ops(shape_reader, ops, shape->ops);
+      check(b, shape->ops);
+      shape->hash = shape_hash(shape->ops.data(), shape->ops.size());
+      memo->add(ops_at, ops_bytes, shape);
+      b.shape = std::move(shape);
+      continue;
+    }
+    reader ops_reader{ops_at, ops_bytes};
+    get_ops(ops_reader, ops, b.ops);
+    check(b, b.ops);
+    if (values != 0) { // whole again
+      for (std::size_t k = 0; k < ops; ++k)
+        set_values(b.ops[k], &b.values[k * value_words]);
+      b.values.clear();
+    }
   }
   if (r.failed())
     truncated();
   if (r.remaining() != 0)
     refuse(std::to_string(r.remaining()) + " trailing bytes");
-  for (const auto& b : x.batches)
-    for (const auto& op : b.ops)
-      if (auto why = malformed(op); !why.empty())
-        refuse("lane " + std::to_string(b.lane) + " has " + why);
+}
+
+} // namespace
+
+void decode(const void* data, std::size_t size, execute_msg& x) {
+  decode_into(data, size, x, nullptr, 0);
+}
+
+void decode(const void* data, std::size_t size, execute_msg& x, shape_memo& memo, uint32_t lane) {
+  decode_into(data, size, x, &memo, lane);
+}
+
+std::shared_ptr<const step_shape> shape_memo::find(const char* p, std::size_t n) noexcept {
+  for (auto& e : entries_)
+    if (e.bytes.size() == n && std::memcmp(e.bytes.data(), p, n) == 0) {
+      e.used = ++clock_;
+      return e.shape;
+    }
+  return nullptr;
+}
+
+void shape_memo::add(const char* p, std::size_t n, std::shared_ptr<const step_shape> shape) {
+  if (entries_.size() >= capacity) { // the least recently used goes
+    auto lru = std::min_element(entries_.begin(), entries_.end(),
+                                [](const entry& a, const entry& b) { return a.used < b.used; });
+    entries_.erase(lru);
+  }
+  entries_.push_back({std::string(p, n), std::move(shape), ++clock_});
 }
 
 } // namespace ag::wire

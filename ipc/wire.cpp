@@ -1,5 +1,7 @@
 #include "ipc/wire.hpp"
 
+#include "graph/step_shape.hpp"
+
 #include <cstring>
 
 #include "actorgraph/error.hpp"
@@ -137,11 +139,13 @@ std::size_t encoded_size(const op_desc& op) noexcept {
 }
 
 std::size_t encoded_size(const batch& x) noexcept {
-  std::size_t n = sizeof(x.lane) + sizeof(x.ops_before) + length_bytes(x.ops.size())
+  const std::size_t ops = x.op_count();
+  const std::size_t values = split_on_wire(x) ? ops * value_words : x.values.size();
+  std::size_t n = sizeof(x.lane) + sizeof(x.ops_before) + sizeof(x.step) + length_bytes(ops)
                   + length_bytes(x.no_hold.size()) + no_hold_bytes * x.no_hold.size()
-                  + sizeof(x.step);
-  for (const auto& op : x.ops)
-    n += encoded_size(op);
+                  + length_bytes(values) + sizeof(uint64_t) * values;
+  for (std::size_t i = 0; i < ops; ++i)
+    n += encoded_size(x.shape ? x.shape->ops[i] : x.ops[i]);
   return n;
 }
 

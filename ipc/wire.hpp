@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,7 @@
 namespace ag::wire {
 
 constexpr char magic[2] = {'A', 'G'};
-constexpr uint8_t version = 5;
+constexpr uint8_t version = 6;
 constexpr std::size_t header_size = 16;
 // ZMQ_MAXMSGSIZE of every receiving socket: the largest frame a peer may send.
 constexpr int64_t max_frame_bytes = int64_t{1} << 30;
@@ -133,6 +134,12 @@ constexpr std::size_t op_desc_bytes = sizeof(op_kind) + 4 * operand_ref_bytes
                                       + 2 * length_bytes(0) + 3 * sizeof(int64_t);
 constexpr std::size_t no_hold_bytes = sizeof(operand_id); // one entry of batch::no_hold
 
+// Whether encode() splits batch x into shapes and values (graph/step_shape.hpp): a step's batch
+// with its operators whole.
+inline bool split_on_wire(const batch& x) noexcept {
+  return x.step != 0 && !x.shape && x.values.empty() && !x.ops.empty();
+}
+
 // Exactly what op takes of an encoded batch: op_desc_bytes and its layout's dimensions.
 std::size_t encoded_size(const op_desc& op) noexcept;
 // Exactly encode(x).size(): the body of an Execute message (the header frame is header_size
@@ -185,6 +192,24 @@ typename Inspector::result_type inspect(Inspector& f, received_msg& x) {
 
 using bytes = std::vector<char>;
 
+// The step shapes a child's decoder decoded, by their encoded bytes: the last `capacity` seen.
+class shape_memo {
+public:
+  static constexpr std::size_t capacity = 64;
+  // The shape encoded as [p, p + n), or null.
+  std::shared_ptr<const step_shape> find(const char* p, std::size_t n) noexcept;
+  void add(const char* p, std::size_t n, std::shared_ptr<const step_shape> shape);
+
+private:
+  struct entry {
+    std::string bytes;
+    std::shared_ptr<const step_shape> shape;
+    uint64_t used = 0;
+  };
+  std::vector<entry> entries_;
+  uint64_t clock_ = 0;
+};
+
 bytes encode_header(const header& h);
 // Throws ag::error naming what is wrong: size, magic, version, unknown type, a lane where none
 // belongs.
@@ -201,6 +226,11 @@ bytes encode(received_msg& x);
 // larger than the frame, a bad enum value).
 void decode(const void* data, std::size_t size, startup_args& x);
 void decode(const void* data, std::size_t size, execute_msg& x);
+// As decode(), for the child that runs lane `lane`: only that lane's batches are decoded (the
+// others are passed over), and a step's batch whose shape `memo` holds (the same bytes) comes
+// with that shape and its values, its operators not decoded again (batch::shape); a new shape is
+// decoded, checked and kept.
+void decode(const void* data, std::size_t size, execute_msg& x, shape_memo& memo, uint32_t lane);
 void decode(const void* data, std::size_t size, ready_msg& x);
 void decode(const void* data, std::size_t size, done_msg& x);
 void decode(const void* data, std::size_t size, failed_msg& x);

@@ -69,9 +69,9 @@ TEST_CASE("a child behind in reading its broadcasts holds the user's threads unt
   // Every submitter waits; one with no time to wait says why. A broadcast weighs what the PUB
   // socket queues for it: its header frame and its encoded body.
   const auto queued = ag::wire::header_size + ag::wire::encoded_size(r.out.broadcasts[0]);
-  CHECK(queued == 180); // 8 of them the batch's step number
+  CHECK(queued == 181); // 8 of them the batch's step number, 1 its values' length (none)
   CHECK(fc->acquire(cpu, 0, 0ms)
-        == "waited 0 ms for room: sim:0 is 180 bytes behind in reading its broadcasts "
+        == "waited 0 ms for room: sim:0 is 181 bytes behind in reading its broadcasts "
            "(graph_option::max_queued_bytes = 100)");
 
   r.plan.received(sim0, 1);
@@ -98,8 +98,8 @@ TEST_CASE("the watchdog fails and kills a child that read nothing, and spares on
   r.plan.received(sim1, 1);
 
   r.plan.check_progress();
-  CHECK(ag::wire::header_size + ag::wire::encoded_size(r.out.broadcasts[0]) == 343);
-  const std::string why = "sim:0 made no progress for 0 ms (it read none of 1 broadcasts, 343 "
+  CHECK(ag::wire::header_size + ag::wire::encoded_size(r.out.broadcasts[0]) == 345);
+  const std::string why = "sim:0 made no progress for 0 ms (it read none of 1 broadcasts, 345 "
                           "bytes, graph_option::progress_timeout); its child is killed";
   CHECK(r.plan.lane(sim0).failed == why);
   CHECK(r.out.kills == std::vector<uint32_t>{sim0});

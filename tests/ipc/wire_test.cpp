@@ -526,10 +526,11 @@ TEST_CASE("hand-built frames match what the encoder writes", "[ipc]") {
   put_varbyte(execute, 1); // one batch
   put_u32(execute, 6);     // lane
   put_u64(execute, 9);     // ops_before
+  put_u64(execute, 4);     // step
   put_varbyte(execute, 0); // no operators
   put_varbyte(execute, 1); // one no_hold id
   put_u64(execute, 33);
-  put_u64(execute, 4);     // step
+  put_varbyte(execute, 0); // no values
   wire::execute_msg batch;
   decode_into(execute, batch);
   REQUIRE(batch.batches.size() == 1);
@@ -554,6 +555,7 @@ TEST_CASE("a vector length far beyond the frame is refused before anything is al
     put_varbyte(frame, 1); // one batch
     put_u32(frame, 0);     // lane
     put_u64(frame, 0);     // ops_before
+    put_u64(frame, 0);     // step
     put_varbyte(frame, claimed);
     frame.insert(frame.end(), 3, '\0');
     CHECK_THROWS_AS(decode_into(frame, back), ag::error);
@@ -562,6 +564,7 @@ TEST_CASE("a vector length far beyond the frame is refused before anything is al
     put_varbyte(frame, 1); // one batch
     put_u32(frame, 0);     // lane
     put_u64(frame, 0);     // ops_before
+    put_u64(frame, 0);     // step
     put_varbyte(frame, 0); // no operators
     put_varbyte(frame, claimed);
     frame.insert(frame.end(), 3, '\0');
