@@ -120,17 +120,13 @@ void norm(const row_call& c) {
   }
 }
 
-std::string out_of_range(const row_call& c, uint64_t at, int64_t index, uint64_t size) {
-  return to_string(c.kind) + ": index " + std::to_string(index) + " (at " + std::to_string(at)
-         + ") is out of range for " + std::to_string(size) + " entries";
-}
 
 void pick(const row_call& c) {
   if (c.kind == op_kind::embedding) {
     for (uint64_t r = 0; r < c.n; ++r) {
       const int64_t row = index_at(c.in_type, c.b, r);
       if (row < 0 || static_cast<uint64_t>(row) >= c.m)
-        throw error(out_of_range(c, r, row, c.m));
+        throw error(ag::index_out_of_range(c.kind, r, row, c.m));
       for (uint64_t j = 0; j < c.k; ++j)
         store(c.type, c.out, r * c.k + j,
               load(c.type, c.a, static_cast<uint64_t>(row) * c.k + j));
@@ -140,7 +136,7 @@ void pick(const row_call& c) {
   for (uint64_t r = 0; r < c.m; ++r) {
     const int64_t col = index_at(c.in_type, c.b, r);
     if (col < 0 || static_cast<uint64_t>(col) >= c.k)
-      throw error(out_of_range(c, r, col, c.k));
+      throw error(ag::index_out_of_range(c.kind, r, col, c.k));
     store(c.type, c.out, r, load(c.type, c.a, r * c.k + static_cast<uint64_t>(col)));
   }
 }
@@ -189,3 +185,12 @@ void rows(const row_call& c) {
 }
 
 } // namespace ag::cpu
+
+namespace ag {
+
+std::string index_out_of_range(op_kind kind, uint64_t at, int64_t index, uint64_t size) {
+  return to_string(kind) + ": index " + std::to_string(index) + " (at " + std::to_string(at)
+         + ") is out of range for " + std::to_string(size) + " entries";
+}
+
+} // namespace ag

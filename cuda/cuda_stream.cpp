@@ -193,7 +193,18 @@ public:
       allocator_(gpu_),
       stream_(make_stream_handle()),
       sum_scratch_(static_cast<double*>(allocator_.allocate(cuda::sum_scratch_bytes()))),
-      ipc_(ag::device::cuda(index_)) {}
+      ipc_(ag::device::cuda(index_)) {
+    void* fault = nullptr;
+    AG_CUDA_TRY(cudaHostAlloc(&fault, fault_words * sizeof(int64_t), cudaHostAllocMapped));
+    fault_ = static_cast<int64_t*>(fault);
+    std::fill(fault_, fault_ + fault_words, 0);
+    void* on_device = nullptr;
+    if (const auto st = cudaHostGetDevicePointer(&on_device, fault, 0); st != cudaSuccess) {
+      (void)cudaFreeHost(fault);
+      AG_CUDA_TRY(st);
+    }
+    fault_on_device_ = static_cast<int64_t*>(on_device);
+  }
 
   // Members are destroyed in reverse: cuBLAS, then the stream, then the allocator, whose blocks
   // no queued kernel reads any more once the stream has been synchronized here.
@@ -205,6 +216,7 @@ public:
     ipc_.close_all();
     for (auto& r : regions_)
       unpin(r);
+    AG_CUDA_TRY_NOTHROW(cudaFreeHost(fault_));
   }
 
   cuda_stream(const cuda_stream&) = delete;
@@ -229,7 +241,11 @@ public:
     cuda::elementwise(call, stream_.get());
   }
 
-  void rows(const row_call& call) override { cuda::rows(call, stream_.get()); }
+  void rows(const row_call& call) override {
+    row_call c = call;
+    c.fault = fault_on_device_;
+    cuda::rows(c, stream_.get());
+  }
 
   void random(random_kind kind, float* out, std::size_t count, uint64_t seed, uint64_t first,
               float a, float b) override {
@@ -358,8 +374,19 @@ public:
     ipc_.forget(lane);
   }
 
-  // Also where a failed kernel reports: errors while running are sticky and surface here.
-  void synchronize() override { AG_CUDA_TRY(cudaStreamSynchronize(stream_.get())); }
+  // Also where a failed kernel reports: errors while running are sticky and surface here, and an
+  // index out of range an embedding or gather met (row_call::fault) is an error here too.
+  void synchronize() override {
+    AG_CUDA_TRY(cudaStreamSynchronize(stream_.get()));
+    volatile int64_t* f = fault_;
+    if (f[0] == 0)
+      return;
+    const auto kind = static_cast<op_kind>(f[4]);
+    const auto what = index_out_of_range(kind, static_cast<uint64_t>(f[1]), f[2],
+                                         static_cast<uint64_t>(f[3]));
+    f[0] = 0; // the next one reports again
+    throw error(what);
+  }
 
   capture_outcome capture(const std::vector<recorded_call>& calls,
                           std::unique_ptr<stream_graph>& graph) override {
@@ -402,6 +429,10 @@ private:
   stream_ptr stream_;
   cublas_ptr cublas_;
   double* sum_scratch_; // from allocator_, which frees it
+  // Mapped host memory the pick kernels report an index out of range in (row_call::fault).
+  static constexpr std::size_t fault_words = 5;
+  int64_t* fault_ = nullptr;
+  int64_t* fault_on_device_ = nullptr;
   std::vector<host_region> regions_; // registered host memory, pinned chunk by chunk
   cuda_ipc ipc_; // exports and imports across child processes; closed by the destructor
   event_ptr local_event_; // recorded by exports to peer lanes of this process

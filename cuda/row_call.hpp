@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "actorgraph/dtype.hpp"
 #include "graph/op.hpp"
@@ -20,7 +21,14 @@ struct row_call {
   const void* c = nullptr;
   uint64_t m = 0, k = 0, n = 0, count = 0;
   double scalar = 0.0, scalar2 = 0.0;
+  // CUDA: where embedding and gather report an index out of range (cuda_stream's, read when it
+  // synchronizes): a flag, then the row it was at, the index, the size it had to be below, and
+  // the operator's kind. Null: not reported (cpu throws at once).
+  int64_t* fault = nullptr;
 };
+
+// "embedding: index 7 (at 2) is out of range for 5 entries".
+std::string index_out_of_range(op_kind kind, uint64_t at, int64_t index, uint64_t size);
 
 inline row_call make_row_call(const op_desc& op, void* out, const void* a, const void* b,
                               const void* c) noexcept {

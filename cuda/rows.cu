@@ -68,6 +68,19 @@ __device__ int64_t index_at(const row_call& c, uint64_t i) {
                                    : static_cast<const int64_t*>(c.b)[i];
 }
 
+// The first index out of range a pick kernel meets since the stream last synchronized
+// (row_call::fault): it writes a NaN there too.
+__device__ void report_out_of_range(const row_call& c, uint64_t at, int64_t index, uint64_t size) {
+  if (c.fault == nullptr
+      || atomicCAS(reinterpret_cast<unsigned long long*>(c.fault), 0ull, 1ull) != 0ull)
+    return;
+  c.fault[1] = static_cast<int64_t>(at);
+  c.fault[2] = index;
+  c.fault[3] = static_cast<int64_t>(size);
+  c.fault[4] = static_cast<int64_t>(c.kind);
+  __threadfence_system();
+}
+
 template <dtype T>
 __global__ void pick_kernel(row_call c) {
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
@@ -76,11 +89,15 @@ __global__ void pick_kernel(row_call c) {
     if (c.kind == op_kind::embedding) {
       const int64_t row = index_at(c, e / c.k);
       const bool in = row >= 0 && static_cast<uint64_t>(row) < c.m;
+      if (!in)
+        report_out_of_range(c, e / c.k, row, c.m);
       store<T>(c.out, static_cast<int64_t>(e),
                in ? value<T>(c.a, static_cast<uint64_t>(row) * c.k + e % c.k) : NAN);
     } else {
       const int64_t col = index_at(c, e);
       const bool in = col >= 0 && static_cast<uint64_t>(col) < c.k;
+      if (!in)
+        report_out_of_range(c, e, col, c.k);
       store<T>(c.out, static_cast<int64_t>(e),
                in ? value<T>(c.a, e * c.k + static_cast<uint64_t>(col)) : NAN);
     }

@@ -2,7 +2,8 @@
 // it, updates it in place (cudaGraphExecUpdate) for other scalars, runs a step's copies from and
 // to the store between its graphs, and keeps no more graphs than its bound; a runtime's marked
 // loop gets the bits of the same loop without graphs, in both modes, and its trace replays to the
-// same digests with graphs on and off. Runs where a CUDA device is visible.
+// same digests with graphs on and off; an index out of range fails its device, inside a graph
+// naming the step. Runs where a CUDA device is visible.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -20,6 +21,8 @@
 #include "actors/replay.hpp"
 #include "ipc/trace.hpp"
 #include "tests/actors/step_lane.hpp"
+
+using Catch::Contains;
 
 namespace {
 
@@ -66,6 +69,7 @@ TEST_CASE("a cuda runner captures a repeated step, replays it and updates it for
   REQUIRE(l.out.failures.empty());
   CHECK(l.runner.graphs().launched == 6);
   CHECK(l.runner.graphs().instantiated == 2); // the two blocks swap from run to run
+  CHECK(l.runner.graphs().prepared == 4);     // runs 5 to 8 bound without their operators
   for (uint64_t s = 9; s <= 20; ++s) {
     CAPTURE(s);
     l.step(s, double(s), 0);
@@ -92,6 +96,7 @@ TEST_CASE("a step's copies from and to the store run between its graphs, each on
   CHECK(l.runner.graphs().failed == 0);
   CHECK(l.runner.graphs().launched == 6);
   CHECK(l.runner.graphs().instantiated == 2); // the store ranges are not part of the binding
+  CHECK(l.runner.graphs().prepared == 4);     // each with its own ranges for the copies
 }
 
 TEST_CASE("a marked loop on cuda:0 gets the bits of the same loop without graphs", "[cuda]") {
@@ -151,4 +156,62 @@ TEST_CASE("steps recorded on cuda:0 replay to the same digests with graphs on an
     digests.push_back(ag::format_digests(report.digests));
   }
   CHECK(digests[0] == digests[1]);
+}
+
+TEST_CASE("an index out of range on cuda:0 fails its device naming the index, in both modes",
+          "[cuda]") {
+  for (bool process : {false, true}) {
+    CAPTURE(process);
+    ag::graph_option opt;
+    opt.devices = {ag::device::cuda(0)};
+    opt.per_device_per_process = process;
+    ag::runtime rt{opt};
+    const auto d = ag::device::cuda(0);
+    const auto table = rt.from_vector({5, 3}, std::vector<float>(15, 1.0f), d);
+    const auto good = rt.from_vector({2}, std::vector<int32_t>{4, 0}, d);
+    CHECK(ag::embedding(table, good).to_vector() == std::vector<float>(6, 1.0f));
+    const auto bad = rt.from_vector({2}, std::vector<int64_t>{1, 7}, d);
+    CHECK_THROWS_WITH(ag::embedding(table, bad).to_vector(),
+                      Contains("cuda:0") && Contains("embedding: index 7 (at 1)")
+                        && Contains("out of range for 5 entries"));
+    CHECK_THROWS_WITH(rt.sync(), Contains("cuda:0"));
+  }
+}
+
+TEST_CASE("an index out of range inside a step launched as a CUDA graph fails naming the step",
+          "[cuda]") {
+  cuda_lane l;
+  // A step that gathers rows of the table #1 ([n / 4, 4]) by indices #13 or #14 (int64, [8]).
+  auto gather_step = [&](uint64_t s, ag::operand_id indices) {
+    const ag::operand_id t = l.next_id++;
+    ag::batch b;
+    b.step = s;
+    auto emb = ag::make_op(ag::op_kind::embedding, {t}, {1}, {indices}, 8 * 4, n / 4, 4, 8);
+    emb.in_type = ag::dtype::int64;
+    b.ops.push_back(emb);
+    b.ops.push_back(ag::make_op(ag::op_kind::copy, {0, 0}, {t}, {}, 8 * 4, 0, 0, 0));
+    b.no_hold = {t};
+    l.send(b);
+  };
+  ag::batch idx;
+  auto good = ag::make_op(ag::op_kind::fill, {13}, {}, {}, 8, 0, 0, 0, 3);
+  good.type = ag::dtype::int64;
+  auto bad = ag::make_op(ag::op_kind::fill, {14}, {}, {}, 8, 0, 0, 0, 100000);
+  bad.type = ag::dtype::int64;
+  idx.ops = {good, bad};
+  l.send(idx);
+  for (uint64_t s = 1; s <= 4; ++s) {
+    gather_step(s, 13);
+    l.runner.confirm();
+  }
+  REQUIRE(l.out.failures.empty());
+  CHECK(l.runner.graphs().launched == 2);
+  CHECK(l.range(0, 32) == std::vector<float>(32, 1.5f));
+  gather_step(5, 14);
+  l.runner.confirm();
+  REQUIRE(l.out.failures.size() == 1);
+  CHECK_THAT(l.out.failures[0], Contains("cuda:0") && Contains("index 100000")
+                                  && Contains("out of range for 1024 entries")
+                                  && Contains("in step 5, launched as a graph"));
+  CHECK(l.out.done_counts.back() == l.ops);
 }
