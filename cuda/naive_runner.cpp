@@ -541,15 +541,19 @@ void naive_runner::run_matmul(const op_desc& op) {
   stream_.matmul(make_matmul_call(op, out, in[0], in[1]));
 }
 
-void naive_runner::release(operand_id id) noexcept {
+void naive_runner::release(operand_id id) noexcept { (void)free_operand(id); }
+
+std::optional<naive_runner::buffer> naive_runner::free_operand(operand_id id) noexcept {
   auto it = operands_.find(id);
   if (it == operands_.end())
-    return;
+    return std::nullopt;
   if (peers_)
     peers_->withdraw(lane_, id);
-  live_bytes_ -= it->second.bytes;
-  stream_.deallocate(it->second.ptr, it->second.bytes);
+  const buffer freed = it->second;
+  live_bytes_ -= freed.bytes;
+  stream_.deallocate(freed.ptr, freed.bytes);
   operands_.erase(it);
+  return freed;
 }
 
 } // namespace ag

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <unordered_map>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -150,6 +151,8 @@ private:
   void* effect(const op_desc& op, const operand_ref& ref, operand_effect::what kind,
                std::size_t bytes, void* p, bool binds) const;
   const buffer* found(operand_id id) const noexcept;
+  // Frees operand id's memory and forgets it; what it held, or nothing when there is no such.
+  std::optional<buffer> free_operand(operand_id id) noexcept;
 
   kernel_stream& stream_;
   std::byte* store_base_;

@@ -46,15 +46,8 @@ void* naive_runner::create(operand_id id, std::size_t bytes) {
 }
 
 void naive_runner::retire(operand_id id) noexcept {
-  auto it = operands_.find(id);
-  if (it == operands_.end())
-    return;
-  if (peers_)
-    peers_->withdraw(lane_, id);
-  live_bytes_ -= it->second.bytes;
-  stream_.deallocate(it->second.ptr, it->second.bytes);
-  retired_.emplace_back(it->first, it->second);
-  operands_.erase(it);
+  if (const auto freed = free_operand(id))
+    retired_.emplace_back(id, *freed);
 }
 
 } // namespace ag

@@ -181,33 +181,15 @@ TEST_CASE("an index out of range on cuda:0 fails its device naming the index, in
 TEST_CASE("an index out of range inside a step launched as a CUDA graph fails naming the step",
           "[cuda]") {
   cuda_lane l;
-  // A step that gathers rows of the table #1 ([n / 4, 4]) by indices #13 or #14 (int64, [8]).
-  auto gather_step = [&](uint64_t s, ag::operand_id indices) {
-    const ag::operand_id t = l.next_id++;
-    ag::batch b;
-    b.step = s;
-    auto emb = ag::make_op(ag::op_kind::embedding, {t}, {1}, {indices}, 8 * 4, n / 4, 4, 8);
-    emb.in_type = ag::dtype::int64;
-    b.ops.push_back(emb);
-    b.ops.push_back(ag::make_op(ag::op_kind::copy, {0, 0}, {t}, {}, 8 * 4, 0, 0, 0));
-    b.no_hold = {t};
-    l.send(b);
-  };
-  ag::batch idx;
-  auto good = ag::make_op(ag::op_kind::fill, {13}, {}, {}, 8, 0, 0, 0, 3);
-  good.type = ag::dtype::int64;
-  auto bad = ag::make_op(ag::op_kind::fill, {14}, {}, {}, 8, 0, 0, 0, 100000);
-  bad.type = ag::dtype::int64;
-  idx.ops = {good, bad};
-  l.send(idx);
+  l.make_indices();
   for (uint64_t s = 1; s <= 4; ++s) {
-    gather_step(s, 13);
+    l.gather_step(s, 13);
     l.runner.confirm();
   }
   REQUIRE(l.out.failures.empty());
   CHECK(l.runner.graphs().launched == 2);
   CHECK(l.range(0, 32) == std::vector<float>(32, 1.5f));
-  gather_step(5, 14);
+  l.gather_step(5, 14);
   l.runner.confirm();
   REQUIRE(l.out.failures.size() == 1);
   CHECK_THAT(l.out.failures[0], Contains("cuda:0") && Contains("index 100000")

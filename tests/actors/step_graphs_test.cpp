@@ -1,5 +1,6 @@
 // Steps as graphs on a runner (actors/batch_runner.hpp, actors/step_cache.hpp): a sim lane records
-// a step it ran before and replays it, updates it when what it binds changes, keeps no more graphs
+// a step it ran before and replays it, keeps a graph per binding (an update when what it binds
+// changes: step_prepared_test.cpp), keeps no more graphs
 // than its bound, and fails a call inside a replayed step naming the operator and the step. The
 // results are those of a runner without graphs, bit for bit.
 #include <catch2/catch.hpp>
@@ -14,17 +15,14 @@ using Catch::Matchers::Contains;
 
 using ag::test::graphs_on;
 
+using ag::test::all;
+using lane = ag::test::sim_lane;
+
 namespace {
 
-constexpr uint64_t n = 1024;
-
-struct lane : ag::test::step_lane {
-  explicit lane(ag::step_policy p) : step_lane(ag::device::sim(0), p, ::n) {}
-};
+constexpr uint64_t n = ag::test::sim_elements;
 
 ag::step_policy graphs(std::size_t max = 64) { return graphs_on(max); }
-
-std::vector<float> all(float x, uint64_t count = n) { return std::vector<float>(count, x); }
 
 } // namespace
 
@@ -53,21 +51,6 @@ TEST_CASE("graphs off: every step runs operator by operator", "[steps][graphs]")
   CHECK(l.range(0) == all(6.0f));
   CHECK(l.runner.graphs().launched == 0);
   CHECK(l.runner.graphs().instantiated == 0);
-}
-
-TEST_CASE("a step whose scalar changes updates its graph in place, with the new value",
-          "[steps][graphs]") {
-  lane l{graphs()};
-  for (uint64_t s = 1; s <= 14; ++s) {
-    CAPTURE(s);
-    l.step(s, double(s), 0);
-    CHECK(l.range(0) == all(3.0f * float(s)));
-  }
-  // Runs 3 to 10 make a graph per binding (graphs_per_step), runs 11 to 14 update the oldest.
-  static_assert(ag::step_policy::graphs_per_step == 8);
-  CHECK(l.runner.graphs().instantiated == 8);
-  CHECK(l.runner.graphs().updated == 4);
-  CHECK(l.runner.graphs().launched == 12);
 }
 
 TEST_CASE("a step that alternates between two bindings keeps a graph for each",
@@ -116,32 +99,14 @@ TEST_CASE("the cache keeps at most max graphs: two steps in turn with room for o
 TEST_CASE("an operator failing inside a replayed step fails naming the operator and the step",
           "[steps][graphs]") {
   lane l{graphs()};
-  // A step that gathers rows of the table #1 ([n / 4, 4]) by indices #13 or #14 (int64, [8]).
-  auto gather_step = [&](uint64_t s, ag::operand_id indices) {
-    const ag::operand_id t = l.next_id++;
-    ag::batch b;
-    b.step = s;
-    auto emb = ag::make_op(ag::op_kind::embedding, {t}, {1}, {indices}, 8 * 4, n / 4, 4, 8);
-    emb.in_type = ag::dtype::int64;
-    b.ops.push_back(emb);
-    b.ops.push_back(ag::make_op(ag::op_kind::copy, {0, 0}, {t}, {}, 8 * 4, 0, 0, 0));
-    b.no_hold = {t};
-    l.send(b);
-  };
-  ag::batch idx;
-  auto good = ag::make_op(ag::op_kind::fill, {13}, {}, {}, 8, 0, 0, 0, 3);
-  good.type = ag::dtype::int64;
-  auto bad = ag::make_op(ag::op_kind::fill, {14}, {}, {}, 8, 0, 0, 0, 100000);
-  bad.type = ag::dtype::int64;
-  idx.ops = {good, bad};
-  l.send(idx);
+  l.make_indices();
   for (uint64_t s = 1; s <= 4; ++s)
-    gather_step(s, 13);
+    l.gather_step(s, 13);
   REQUIRE(l.out.failures.empty());
   CHECK(l.runner.graphs().launched == 2);
   CHECK(l.range(0, 32) == all(1.5f, 32));
   const uint64_t failing = l.ops + 1;
-  gather_step(5, 14);
+  l.gather_step(5, 14);
   REQUIRE(l.out.failures.size() == 1);
   CHECK_THAT(l.out.failures[0], Contains("sim:0") && Contains("out of range")
                                   && Contains("in step 5, launched as a graph"));

@@ -80,6 +80,31 @@ struct step_lane {
     send(b);
   }
 
+  // Indices #13 (eight 3s) and #14 (eight 100000s, out of range), int64.
+  void make_indices() {
+    ag::batch idx;
+    auto good = ag::make_op(ag::op_kind::fill, {13}, {}, {}, 8, 0, 0, 0, 3);
+    good.type = ag::dtype::int64;
+    auto bad = ag::make_op(ag::op_kind::fill, {14}, {}, {}, 8, 0, 0, 0, 100000);
+    bad.type = ag::dtype::int64;
+    idx.ops = {good, bad};
+    send(idx);
+  }
+
+  // Step `step`: the rows of the table #1 ([n / 4, 4]) at `indices` (#13 or #14), copied to the
+  // store's first range.
+  void gather_step(uint64_t step, ag::operand_id indices) {
+    const ag::operand_id t = next_id++;
+    ag::batch b;
+    b.step = step;
+    auto emb = ag::make_op(ag::op_kind::embedding, {t}, {1}, {indices}, 8 * 4, n / 4, 4, 8);
+    emb.in_type = ag::dtype::int64;
+    b.ops.push_back(emb);
+    b.ops.push_back(ag::make_op(ag::op_kind::copy, {0, 0}, {t}, {}, 8 * 4, 0, 0, 0));
+    b.no_hold = {t};
+    send(b);
+  }
+
   std::vector<float> range(int r, uint64_t count = 0) const {
     std::vector<float> v(count == 0 ? n : count);
     std::memcpy(v.data(), store.data() + r * range_bytes, v.size() * sizeof(float));
@@ -87,6 +112,16 @@ struct step_lane {
   }
   void clear() { std::memset(store.data(), 0, store.size()); }
 };
+
+// The sim lane of the tests on this machine: ranges of 1024 floats.
+constexpr uint64_t sim_elements = 1024;
+struct sim_lane : step_lane {
+  explicit sim_lane(ag::step_policy p) : step_lane(ag::device::sim(0), p, sim_elements) {}
+};
+
+inline std::vector<float> all(float x, uint64_t count = sim_elements) {
+  return std::vector<float>(count, x);
+}
 
 inline ag::step_policy graphs_on(std::size_t max = 64) {
   ag::step_policy p;

@@ -11,19 +11,9 @@
 
 using Catch::Matchers::Contains;
 
+using ag::test::all;
 using ag::test::graphs_on;
-
-namespace {
-
-constexpr uint64_t n = 1024;
-
-struct lane : ag::test::step_lane {
-  explicit lane(ag::step_policy p) : step_lane(ag::device::sim(0), p, ::n) {}
-};
-
-std::vector<float> all(float x, uint64_t count = n) { return std::vector<float>(count, x); }
-
-} // namespace
+using lane = ag::test::sim_lane;
 
 TEST_CASE("a step run again runs without its operators and gives their results", "[steps][graphs]") {
   lane l{graphs_on()};
@@ -51,7 +41,8 @@ TEST_CASE("a step run again runs without its operators and gives their results",
   CHECK(l.runner.graphs().prepared == 8);
 }
 
-TEST_CASE("a prepared step whose binding is new runs its operators over what was made for them",
+TEST_CASE("a step whose scalar changes runs its operators over what was made for them and "
+          "updates its graph in place, with the new value",
           "[steps][graphs]") {
   lane l{graphs_on()};
   uint64_t live = 0;
@@ -64,9 +55,12 @@ TEST_CASE("a prepared step whose binding is new runs its operators over what was
       live = l.out.live;
     CHECK(l.out.live == live);
   }
+  // Runs 3 to 10 make a graph per binding (graphs_per_step), runs 11 to 14 update the oldest.
+  static_assert(ag::step_policy::graphs_per_step == 8);
+  CHECK(l.runner.graphs().instantiated == 8);
+  CHECK(l.runner.graphs().updated == 4);
   CHECK(l.runner.graphs().launched == 12);
   CHECK(l.runner.graphs().prepared == 0);
-  CHECK(l.runner.graphs().instantiated + l.runner.graphs().updated == 12);
   // And with its scalar settled again, it is prepared from the next run on.
   for (uint64_t s = 15; s <= 18; ++s)
     l.step(s, 2.0, 0);
