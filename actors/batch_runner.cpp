@@ -288,12 +288,8 @@ void batch_runner::execute(const batch& b, bool more_waiting) {
       && !step->graphs.empty())
     ran = run_prepared(b, *step, as_graph);
   if (!ran) { // its operators run: a batch that came as shape and values is made whole
-    batch whole;
-    if (b.shape) {
-      whole = b;
-      materialize(whole);
-    }
-    const batch& full = b.shape ? whole : b;
+    batch storage;
+    const batch& full = whole(b, storage);
     ran = step ? run_step(full, *step, as_graph) : run_batch(full);
   }
   const auto [failed_at, failure] = *ran;

@@ -250,12 +250,8 @@ std::optional<batch_runner::outcome> batch_runner::run_prepared(const batch& b,
   }
   span.rename("prepared, new binding");
   span.close();
-  batch whole; // b's operators run: made whole when it came as shape and values
-  if (b.shape) {
-    whole = b;
-    materialize(whole);
-  }
-  const batch& full = b.shape ? whole : b;
+  batch storage; // b's operators run: made whole when it came as shape and values
+  const batch& full = whole(b, storage);
   calls_.clear();
   binding_.clear();
   recorder_->record(&calls_);

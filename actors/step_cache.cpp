@@ -13,11 +13,12 @@ std::size_t max_steps(const step_policy& p) noexcept { return 4 * std::max<std::
 
 // Whether op has the shape s (a shape_of): compared field by field, op not copied.
 bool same_ref(const operand_ref& s, const operand_ref& r) noexcept {
-  return s.id == (r.id != 0 ? 1u : 0u) && (s.offset == operand_ref::no_offset) != r.on_host();
+  const operand_ref rs = shape_of(r);
+  return s.id == rs.id && s.offset == rs.offset;
 }
 
 bool has_shape(const op_desc& s, const op_desc& op) noexcept {
-  const bool random = op.kind == op_kind::random;
+  const bool random = seeded(op.kind);
   return s.kind == op.kind && same_ref(s.out, op.out) && same_ref(s.a, op.a)
          && same_ref(s.b, op.b) && same_ref(s.c, op.c) && s.count == op.count
          && s.m == (random ? 0 : op.m) && s.k == op.k && s.n == (random ? 0 : op.n)
@@ -46,9 +47,6 @@ step_cache::entry* step_cache::see(const batch& b) {
   const std::size_t ops = b.op_count();
   if (!policy_.enabled || b.step == 0 || ops < std::max<std::size_t>(policy_.min_operators, 1))
     return nullptr;
-  for (std::size_t i = 0; i < ops; ++i)
-    if (!keepable(op_at(b, i).kind))
-      return nullptr;
   const uint64_t hash = b.shape ? b.shape->hash : shape_hash(b.ops.data(), ops);
   ++clock_;
   auto [from, to] = by_hash_.equal_range(hash);
@@ -71,6 +69,10 @@ step_cache::entry* step_cache::see(const batch& b) {
     entries_.splice(entries_.end(), entries_, it->second); // most recent last
     return &e;
   }
+  // A step kept before was keepable: its kinds are these.
+  for (std::size_t i = 0; i < ops; ++i)
+    if (!keepable(op_at(b, i).kind))
+      return nullptr;
   if (entries_.size() >= max_steps(policy_)) { // the least recently seen step goes
     auto& old = entries_.front();
     graphs_ -= old.graphs.size();

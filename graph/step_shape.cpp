@@ -6,10 +6,6 @@ namespace ag {
 
 namespace {
 
-operand_ref ref_shape(const operand_ref& r) noexcept {
-  return {r.id != 0 ? 1u : 0u, r.on_host() ? 0 : operand_ref::no_offset};
-}
-
 uint64_t bits_of(double x) noexcept {
   uint64_t b = 0;
   std::memcpy(&b, &x, sizeof b);
@@ -26,13 +22,13 @@ double double_of(uint64_t b) noexcept {
 
 op_desc shape_of(const op_desc& op) {
   op_desc s = op;
-  s.out = ref_shape(op.out);
-  s.a = ref_shape(op.a);
-  s.b = ref_shape(op.b);
-  s.c = ref_shape(op.c);
+  s.out = shape_of(op.out);
+  s.a = shape_of(op.a);
+  s.b = shape_of(op.b);
+  s.c = shape_of(op.c);
   s.scalar = 0;
   s.scalar2 = 0;
-  if (op.kind == op_kind::random)
+  if (seeded(op.kind))
     s.m = s.n = 0;
   return s;
 }
@@ -69,7 +65,7 @@ uint64_t shape_hash(const op_desc* ops, std::size_t n) noexcept {
   };
   for (std::size_t i = 0; i < n; ++i) {
     const auto& s = ops[i];
-    const bool random = s.kind == op_kind::random;
+    const bool random = seeded(s.kind);
     add(static_cast<uint64_t>(s.kind) | uint64_t(s.type) << 8 | uint64_t(s.in_type) << 16);
     for (const auto* r : {&s.out, &s.a, &s.b, &s.c})
       add((r->id != 0 ? 2 : 0) + (r->on_host() ? 1 : 0));
@@ -106,6 +102,14 @@ void materialize(batch& b) {
     set_values(b.ops[i], &b.values[i * value_words]);
   b.shape.reset();
   b.values.clear();
+}
+
+const batch& whole(const batch& b, batch& storage) {
+  if (!b.shape)
+    return b;
+  storage = b;
+  materialize(storage);
+  return storage;
 }
 
 } // namespace ag

@@ -15,8 +15,16 @@
 
 namespace ag {
 
-// op's shape: ids 1 where there is one (else 0), offsets 0 where op's lies in the store (else
-// none), scalars 0, and a random operator's seed and first element 0.
+// An operand's shape: id 1 where there is one (else 0), offset 0 where it lies in the store
+// (else none).
+inline operand_ref shape_of(const operand_ref& r) noexcept {
+  return {r.id != 0 ? 1u : 0u, r.on_host() ? 0 : operand_ref::no_offset};
+}
+// Whether an operator of kind k takes m and n as values (a random operator's seed and first
+// element), not as its shape.
+inline bool seeded(op_kind k) noexcept { return k == op_kind::random; }
+
+// op's shape: its operands' shapes, scalars 0, and m and n 0 where they are values (seeded).
 op_desc shape_of(const op_desc& op);
 
 // The value_words words of an operator's values: out, a, b and c as id then offset, then the
@@ -51,5 +59,7 @@ void scalars_at(const batch& b, std::size_t i, uint64_t (&words)[4]) noexcept;
 
 // b with its operators whole: a batch that came as shape and values is given its operators.
 void materialize(batch& b);
+// b itself when its operators are whole, else `storage` made b whole.
+const batch& whole(const batch& b, batch& storage);
 
 } // namespace ag

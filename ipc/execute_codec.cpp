@@ -122,13 +122,8 @@ private:
 
 // op, or with `shape` its shape (graph/step_shape.hpp: shape_of), op not copied.
 void put(writer& w, const op_desc& op, bool shape = false) noexcept {
-  const auto ref = [&](const operand_ref& r) {
-    if (shape)
-      w.ref({r.id != 0 ? 1u : 0u, r.on_host() ? 0 : operand_ref::no_offset});
-    else
-      w.ref(r);
-  };
-  const bool seeded = shape && op.kind == op_kind::random; // its seed and first element vary
+  const auto ref = [&](const operand_ref& r) { w.ref(shape ? shape_of(r) : r); };
+  const bool seeded = shape && ag::seeded(op.kind); // m and n are values
   w.u8(static_cast<uint8_t>(op.kind));
   ref(op.out);
   ref(op.a);
