@@ -242,7 +242,8 @@ void batch_runner::await_lane(const op_desc& op, uint64_t index, bool launched) 
   };
   auto seen = signs();
   for (auto deadline = deadline_from(clock::now());;) {
-    const auto outcome = board->await_op(op.k, op.m, deadline, {setup_.exports.spin});
+    const auto outcome = board->await_op(op.k, op.m, deadline,
+                                          {setup_.exports.spin, board->seat(setup_.lane)});
     if (outcome != completion_board::await_outcome::timed_out)
       break;
     if (const auto now = signs(); now != seen) {

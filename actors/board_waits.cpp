@@ -8,6 +8,18 @@
 
 namespace ag {
 
+namespace {
+
+// A user's thread's waits on the board, with what its earlier waits taught about spinning (one
+// learner per thread: waits of one thread are alike, those of several threads need not be).
+spin_policy learning(spin_policy spin) {
+  thread_local spin_learner learner;
+  spin.learner = &learner;
+  return spin;
+}
+
+} // namespace
+
 board_waits::board_waits(completion_board& board, std::vector<std::string> lanes,
                          std::chrono::milliseconds wait_timeout, spin_policy spin)
   : board_(board), lanes_(std::move(lanes)), wait_timeout_(wait_timeout), spin_(spin) {}
@@ -33,7 +45,7 @@ std::optional<uint64_t> board_waits::read(ticket_slot& slot, const std::string& 
   const auto& t = slot.ticket();
   const auto deadline = deadline_after(wait_timeout_);
   for (;;) { // in slices when the thread may be interrupted
-    switch (board_.wait_op(t.lane, t.index, t.faults, detail::slice_end(deadline), spin_)) {
+    switch (board_.wait_op(t.lane, t.index, t.faults, detail::slice_end(deadline), learning(spin_))) {
       case completion_board::outcome::done:
         return t.offset;
       case completion_board::outcome::stale:
@@ -56,7 +68,7 @@ bool board_waits::sync(ticket_slot& slot) const {
   const auto& t = slot.ticket();
   const auto deadline = deadline_after(wait_timeout_);
   for (;;) {
-    switch (board_.wait_entries(t.entries, t.faults, detail::slice_end(deadline), spin_)) {
+    switch (board_.wait_entries(t.entries, t.faults, detail::slice_end(deadline), learning(spin_))) {
       case completion_board::outcome::done:
         return true;
       case completion_board::outcome::stale:

@@ -16,7 +16,9 @@
 #include "actors/lane_topology.hpp"
 #include "actors/protocol.hpp"
 #include "actors/store_fence.hpp"
+#include "actors/wait_deadlines.hpp"
 #include "graph/deadline.hpp"
+#include "ipc/completion_board.hpp"
 #include "ipc/futex_wait.hpp"
 #include "ipc/ring_publisher.hpp"
 #include "ipc/shm_channel.hpp"
@@ -65,6 +67,9 @@ struct executor_state {
   bool services_stopped = false;
   bool resend_scheduled = false; // a resend message is on its way
   flush_gate gate{std::chrono::nanoseconds{0}}; // and how long the executor lingers
+  spin_seat_ref seat;   // under which census it spins (the board's; none: no limit)
+  spin_learner learner; // how long its lingers have paid
+  wait_deadlines deadlines; // of the planner's waits, behind one timer
   std::string shutdown_problems; // what went wrong as the runners stopped; empty: nothing
 
   static inline const char* name = "ag.executor";
@@ -135,8 +140,29 @@ void executor_outbox::kill(uint32_t lane) {
 
 void executor_outbox::flush_soon() { self_->send(self_, flush_atom::value); }
 
+// One timer for every wait's deadline (actors/wait_deadlines.hpp), armed for the earliest.
+void arm_deadline(executor_self self, std::chrono::steady_clock::time_point at, uint64_t wait) {
+  if (at == std::chrono::steady_clock::time_point::max())
+    return;
+  self->state.deadlines.armed(at);
+  const auto after = std::max(at - std::chrono::steady_clock::now(),
+                              std::chrono::steady_clock::duration::zero());
+  self->delayed_send(self, after, expire_atom::value, wait);
+}
+
 void executor_outbox::expire_after(uint64_t wait, std::chrono::milliseconds after) {
-  self_->delayed_send(self_, after, expire_atom::value, wait);
+  const auto at = deadline_after(after);
+  if (self_->state.deadlines.add(wait, at))
+    arm_deadline(self_, at, wait);
+}
+
+// The deadline timer fired: every wait past its deadline expires, and the timer is armed again.
+void deadlines_passed(executor_self self) {
+  auto& st = self->state;
+  for (const uint64_t wait : st.deadlines.fired(std::chrono::steady_clock::now()))
+    st.plan->expire(wait);
+  if (const auto next = st.deadlines.rearm())
+    arm_deadline(self, *next, 0);
 }
 
 void executor_outbox::check_progress_after(std::chrono::milliseconds after) {
@@ -144,6 +170,7 @@ void executor_outbox::check_progress_after(std::chrono::milliseconds after) {
 }
 
 void executor_outbox::answer(uint64_t wait, wait_answer a) {
+  self_->state.deadlines.forget(wait);
   auto& waits = self_->state.waits;
   auto it = waits.find(wait);
   if (it == waits.end())
@@ -231,6 +258,8 @@ void start(executor_self self, executor_setup& setup) {
   topo.exports.spin = std::max(setup.linger, topo.exports.spin); // a sibling about to write
   topo.exports.timeout = setup.plan.wait_timeout;
   st.gate = flush_gate{setup.linger};
+  if (setup.plan.board != nullptr)
+    st.seat = setup.plan.board->seat();
   if (auto& tl = setup.plan.timeline) {
     tl->name_process(::getpid(), "controller");
     tl->name_track(::getpid(), 0, "executor");
@@ -317,10 +346,13 @@ executor_actor::behavior_type stopping(executor_self self);
 // The shared-memory path: once the mailbox is empty, the executor watches it a while before it
 // sleeps on it, so that the next message of a busy runtime (the next operator, a read, a runner's
 // acknowledgement) finds it awake: no wake-up on the path of a wait. True when one came within
-// `window` (default: the executor's linger).
+// `window` (default: the executor's linger, as long as lingers have paid, ipc/spin_learner.hpp).
+// Either only while a CPU is free for the threads it waits for (ipc/spin_census.hpp).
 bool linger(executor_self self, std::optional<std::chrono::nanoseconds> window = std::nullopt) {
+  auto& st = self->state;
   return spin_until([self] { return !self->mailbox().empty(); },
-                    spin_policy{window.value_or(self->state.gate.linger())});
+                    window ? spin_policy{*window, st.seat}
+                           : spin_policy{st.gate.linger(), st.seat, &st.learner});
 }
 
 // starting and running (the planner tells them apart: a wait for start-up is answered once every
@@ -358,7 +390,7 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
       plan.flush();
       linger(self);
     },
-    [&plan](expire_atom, uint64_t wait) { plan.expire(wait); },
+    [=](expire_atom, uint64_t) { deadlines_passed(self); }, // the wait it was armed for, or 0
     [=, &plan](progress_atom) {
       note_ring_reads(self);
       plan.check_progress();

@@ -202,6 +202,8 @@ void planner::lane_down(uint32_t l, const std::string& why) {
   if (l >= lanes_.size() || lanes_[l].down)
     return;
   lanes_[l].down = true;
+  if (board_)
+    board_->forget_seats(l); // what its child held to spin (ipc/spin_census.hpp)
   collect(); // what its child could still write is free now
   if (!stopping_)
     fail_lane(l, why);

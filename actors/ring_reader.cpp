@@ -17,8 +17,10 @@ namespace ag {
 
 namespace {
 
-// How long one round waits for a frame before the actor looks at its mailbox (an exit).
+// How long one round waits for a frame before the actor looks at its mailbox (an exit): a round
+// after one that read nothing waits longer, so that an idle child wakes rarely.
 constexpr std::chrono::milliseconds round_slice{20};
+constexpr std::chrono::milliseconds idle_slice{100};
 // How often, at least, it reports how far it has read while frames keep coming.
 constexpr std::chrono::milliseconds report_period{20};
 
@@ -36,6 +38,7 @@ struct ring_reader_state {
   uint64_t executes = 0;
   uint64_t executes_reported = 0;
   wire::shape_memo shapes; // of the steps decoded so far
+  spin_learner learner;    // how long its spins for the next frame have paid
   std::chrono::steady_clock::time_point reported_at{};
   bool stopped = false; // a Destroy or a protocol error: nothing more is read
   bool busy = true;     // the last round read a frame
@@ -100,9 +103,11 @@ void round(reader_actor* self) {
   try {
     // Spins only while frames come: a round after one that read nothing sleeps at once, so an
     // idle child costs nothing but a wake-up every round.
-    const spin_policy spin{st.busy ? st.setup.spin : std::chrono::nanoseconds{0}};
+    spin_policy spin{st.busy ? st.setup.spin : std::chrono::nanoseconds{0}, {}, &st.learner};
+    if (auto* board = st.setup.runner.board)
+      spin.seat = board->seat(st.lane());
+    auto deadline = std::chrono::steady_clock::now() + (st.busy ? round_slice : idle_slice);
     st.busy = false;
-    auto deadline = std::chrono::steady_clock::now() + round_slice;
     while (!st.stopped && st.ring().read(st.setup.reader, st.frame, deadline, spin)) {
       st.busy = true;
       handle(self, st.frame);

@@ -29,6 +29,7 @@
 #include "actors/store_views.hpp"
 #include "actors/process_env.hpp"
 #include "actors/protocol.hpp"
+#include "actors/quiet_pool.hpp"
 #include "actors/reply_wait.hpp"
 #include "actors/runtime_devices.hpp"
 #include "cuda/kernel_stream.hpp"
@@ -36,6 +37,7 @@
 #include "graph/export_slot.hpp"
 #include "graph/runtime_core.hpp"
 #include "ipc/completion_board.hpp"
+#include "ipc/cpu_budget.hpp"
 #include "ipc/shm_channel.hpp"
 #include "ipc/store_allocator.hpp"
 #include "ipc/tensor_store.hpp"
@@ -146,8 +148,9 @@ public:
     if (shm) {
       setup.plan.board = board_;
       setup.linger = opt_.spin_wait;
+      board_->count_cpus(usable_cpus()); // spinners leave a CPU to the threads they wait for
       board_waits_.emplace(*board_, std::move(lane_names), opt_.wait_timeout,
-                           spin_policy{opt_.spin_wait});
+                           spin_policy{opt_.spin_wait, board_->seat()});
     }
     {
       auto lanes = devices_;
@@ -168,8 +171,7 @@ public:
     if (borrowed == nullptr) {
       // Every actor of the runtime is detached: the scheduler's pool only needs a thread or two.
       cfg_.emplace();
-      cfg_->set("scheduler.max-threads", 2);
-      cfg_->set("logger.console", caf::atom("none"));
+      quiet_pool(*cfg_);
       if (with_nodes)
         nodes_->configure(*cfg_, env_->file("trusted.pem"), opt_.node_timeout);
       owned_.emplace(*cfg_);
@@ -181,6 +183,7 @@ public:
                     "own its system");
       sys_ = borrowed;
     }
+    askers_.emplace(*sys_);
     if (with_nodes) {
       // Who the nodes serve: this runtime, for as long as it lives (or its process does).
       presence_ = sys_->spawn(presence, opt_.nodes.size());
@@ -224,6 +227,8 @@ public:
     } catch (const std::exception& e) {
       std::cerr << "actorgraph: " << e.what() << '\n';
     }
+    if (askers_)
+      askers_->close(); // before the actor system ends
     caf::anon_send_exit(executor_, caf::exit_reason::user_shutdown);
     if (presence_) // the nodes end whatever they still run for this runtime
       caf::anon_send_exit(presence_, caf::exit_reason::user_shutdown);
@@ -485,27 +490,19 @@ private:
 
   // T: caf::unit_t for an empty reply, std::tuple<...> for a reply of several values.
   template <class T, class... Ts>
-  T ask(const std::string& what, caf::duration timeout, Ts&&... xs) {
-    std::optional<T> result;
-    std::optional<caf::error> err;
+  T ask(const std::string& what, std::chrono::milliseconds timeout, Ts&&... xs) {
     submits_.flush(); // what the thread submitted before comes first
+    caf::error err;
+    std::optional<T> result;
     try {
-      caf::scoped_actor self{*sys_};
-      auto on_error = [&](caf::error& e) { err = std::move(e); };
-      auto handle = self->request(executor_, timeout, std::forward<Ts>(xs)...);
-      if constexpr (std::is_same_v<T, caf::unit_t>) // CAF answers unit with an empty message
-        receive_reply(self, handle, [&] { result = caf::unit; }, on_error, what);
-      else if constexpr (is_tuple<T>::value)
-        receive_reply(self, handle, keep_reply(result), on_error, what);
-      else
-        receive_reply(self, handle, [&](T& x) { result = std::move(x); }, on_error, what);
+      result = ask_through<T>(*askers_, executor_, what, timeout, err, std::forward<Ts>(xs)...);
     } catch (...) { // interrupted
       forget_thread_logger();
       throw;
     }
     forget_thread_logger();
     if (err)
-      throw error(describe(*err, what));
+      throw error(describe(err, what));
     return std::move(*result);
   }
 
@@ -522,6 +519,7 @@ private:
   std::optional<caf::actor_system_config> cfg_;
   std::optional<caf::actor_system> owned_;
   caf::actor_system* sys_ = nullptr;
+  std::optional<asker_pool> askers_; // the user's threads' requests to the executor
   executor_actor executor_; // set once, before any other thread can see this runtime
   step_submits submits_;    // how operators and releases reach it
   caf::actor presence_;      // with nodes: who they serve

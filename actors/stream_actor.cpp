@@ -11,6 +11,7 @@
 #include "actors/protocol.hpp"
 #include "actors/runner_answers_to.hpp"
 #include "graph/op.hpp"
+#include "ipc/completion_board.hpp"
 #include "ipc/futex_wait.hpp"
 
 namespace ag {
@@ -23,6 +24,7 @@ using stream_answers = runner_answers_to<std::remove_pointer_t<stream_self>, run
 
 struct stream_state {
   std::unique_ptr<stream_answers> answers;
+  spin_learner learner; // how long its lingers have paid
   std::unique_ptr<batch_runner> runner;
   static inline const char* name = "ag.stream";
 };
@@ -33,6 +35,7 @@ stream_actor::behavior_type stream_behavior(stream_self self, runner_answers_act
   auto& st = self->state;
   const auto dev = setup.dev;
   const auto lane = setup.lane;
+  const spin_seat_ref seat = setup.board != nullptr ? setup.board->seat(lane) : spin_seat_ref{};
   st.answers = std::make_unique<stream_answers>(self, report_to);
   try {
     st.runner = std::make_unique<batch_runner>(std::move(setup), *st.answers);
@@ -45,7 +48,8 @@ stream_actor::behavior_type stream_behavior(stream_self self, runner_answers_act
     [=](execute_atom, const batch& b) {
       self->state.runner->execute(b, !self->mailbox().empty());
       if (!self->state.runner->unconfirmed())
-        spin_until([self] { return !self->mailbox().empty(); }, spin_policy{linger});
+        spin_until([self] { return !self->mailbox().empty(); },
+                   spin_policy{linger, seat, &self->state.learner});
     },
   };
 }

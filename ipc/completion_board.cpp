@@ -1,5 +1,7 @@
 #include "ipc/completion_board.hpp"
 
+#include <algorithm>
+#include <climits>
 #include <memory>
 #include <new>
 #include <string>
@@ -11,7 +13,8 @@ namespace ag {
 namespace {
 
 constexpr uint32_t board_magic = 0x41474342; // "AGCB"
-constexpr uint32_t board_version = 3; // 2: running and beat in the lane slot; 3: stopped
+// 2: running and beat in the lane slot; 3: stopped; 4: the spin census and each lane's seats
+constexpr uint32_t board_version = 4;
 constexpr uint32_t max_lanes = 1025;
 
 } // namespace
@@ -24,6 +27,7 @@ struct completion_board::header {
   alignas(64) std::atomic<uint64_t> faults;
   wake_word word;   // waiters sleep here: a count moved, a lane failed, a fault
   wake_word awaits; // runners inside an await sleep here: a count moved, a lane failed, the stop
+  spin_census census; // the threads spinning now, controller and children, and the CPUs
 };
 
 struct alignas(64) completion_board::lane_slot {
@@ -32,6 +36,7 @@ struct alignas(64) completion_board::lane_slot {
   std::atomic<uint64_t> failed_at;
   std::atomic<uint64_t> running;
   std::atomic<uint64_t> beat;
+  std::atomic<int64_t> seats; // of the census, held by this lane's threads now
 };
 
 static_assert(sizeof(completion_board::header) % 64 == 0);
@@ -108,6 +113,30 @@ void completion_board::running(uint32_t lane, uint64_t index) noexcept {
 void completion_board::beat(uint32_t lane) noexcept {
   if (lane < h_->lanes)
     lanes_[lane].beat.fetch_add(1, std::memory_order_relaxed);
+}
+
+spin_seat_ref completion_board::seat(uint32_t lane) noexcept {
+  return lane < h_->lanes ? spin_seat_ref{&h_->census, &lanes_[lane].seats} : seat();
+}
+
+void completion_board::count_cpus(uint32_t cpus) noexcept {
+  h_->census.cpus.store(static_cast<int32_t>(std::min<uint32_t>(cpus, INT32_MAX)),
+                        std::memory_order_relaxed);
+}
+
+uint32_t completion_board::cpus() const noexcept {
+  return static_cast<uint32_t>(std::max(h_->census.cpus.load(std::memory_order_relaxed), 0));
+}
+
+spin_seat_ref completion_board::seat() noexcept { return {&h_->census, nullptr}; }
+
+int32_t completion_board::spinning() const noexcept {
+  return h_->census.spinning.load(std::memory_order_relaxed);
+}
+
+void completion_board::forget_seats(uint32_t lane) noexcept {
+  if (lane < h_->lanes)
+    spin_seat::forget(h_->census, lanes_[lane].seats);
 }
 
 void completion_board::fault() noexcept {

@@ -55,8 +55,18 @@ public:
   void running(uint32_t lane, uint64_t index) noexcept;
   // Its child's main thread is alive: one more beat (at least every 50 ms; none while stopped).
   void beat(uint32_t lane) noexcept;
+  // Where its threads take a seat to spin (ipc/spin_census.hpp).
+  spin_seat_ref seat(uint32_t lane) noexcept;
 
   // -- the controller ---------------------------------------------------------------------------
+  // How many CPUs the runtime's spinning threads share (0: no limit), before any runner starts.
+  void count_cpus(uint32_t cpus) noexcept;
+  uint32_t cpus() const noexcept;
+  // Where the controller's threads take a seat to spin, and how many spin now.
+  spin_seat_ref seat() noexcept;
+  int32_t spinning() const noexcept;
+  // The child of `lane` is gone: the seats it held are free again.
+  void forget_seats(uint32_t lane) noexcept;
   // Something failed, or the runtime stops: every ticket taken before is stale.
   void fault() noexcept;
   uint64_t faults() const noexcept;

@@ -11,6 +11,9 @@
 #include <chrono>
 #include <cstdint>
 
+#include "ipc/spin_census.hpp"
+#include "ipc/spin_learner.hpp"
+
 namespace ag {
 
 // A futex word and the count of threads sleeping on it, on a cache line of their own. Lives in
@@ -28,13 +31,16 @@ void notify_all(wake_word& w) noexcept;
 
 // How long a wait spins before it sleeps.
 struct spin_policy {
-  std::chrono::nanoseconds spin{std::chrono::microseconds{50}};
+  std::chrono::nanoseconds spin{std::chrono::microseconds{50}}; // the most it spins
+  spin_seat_ref seat;             // spins only with a seat of this census (none: no limit)
+  spin_learner* learner = nullptr; // spins as long as this waiter's waits say it pays (none: `spin`)
 };
 
 // Waits until done() returns true (then returns true) or the deadline passes (false): calls
-// done() in a loop for the policy's spin time, then sleeps on `w` between calls, at most
-// `slice` at a time (a waiter also looks again after that long, should a writer have died between
-// its change and its notify). done() must read with acquire ordering.
+// done() in a loop for the policy's spin time (as long as its learner allows, and only with a
+// seat of its census), then sleeps on `w` between calls, at most `slice` at a time (a waiter also
+// looks again after that long, should a writer have died between its change and its notify).
+// done() must read with acquire ordering.
 template <class Done>
 bool wait_until(wake_word& w, Done done, std::chrono::steady_clock::time_point deadline,
                 spin_policy policy = {},
@@ -42,7 +48,8 @@ bool wait_until(wake_word& w, Done done, std::chrono::steady_clock::time_point d
 
 // Spins (stepping aside every 64 calls, as wait_until does) until done() returns true (true) or
 // the policy's spin time passes (false); never sleeps. For a thread that has something else to
-// sleep on (an actor's mailbox) and only looks a while before it goes back to it.
+// sleep on (an actor's mailbox) and only looks a while before it goes back to it. A learner
+// hears of a spin that ended empty as a miss.
 template <class Done>
 bool spin_until(Done done, spin_policy policy);
 
@@ -53,16 +60,14 @@ void cpu_relax() noexcept;
 void yield() noexcept;
 } // namespace detail
 
+namespace detail {
+// Calls done() until it returns true (true) or `for_at_most` passes (false).
 template <class Done>
-bool spin_until(Done done, spin_policy policy) {
+bool spin_for(Done& done, std::chrono::nanoseconds for_at_most) {
   using clock = std::chrono::steady_clock;
-  if (done())
-    return true;
-  if (policy.spin.count() <= 0)
-    return false;
-  const auto spin_end = clock::now() + policy.spin;
+  const auto spin_end = clock::now() + for_at_most;
   for (uint32_t i = 1;; ++i) {
-    detail::cpu_relax();
+    cpu_relax();
     if (done())
       return true;
     if ((i & 63) == 0) {
@@ -70,25 +75,74 @@ bool spin_until(Done done, spin_policy policy) {
         return false;
       // A spinner never keeps a thread that could run from this core (the one it waits for,
       // on a machine with few cores): it steps aside every 64 looks.
-      detail::yield();
+      yield();
     }
   }
+}
+
+// How long this wait may spin: its learner's allowance, within what is left before `limit`.
+inline std::chrono::nanoseconds spin_allowed(spin_policy& policy, std::chrono::nanoseconds limit) {
+  auto allowed = std::min(policy.spin, limit);
+  if (policy.learner != nullptr && allowed.count() > 0)
+    allowed = policy.learner->allowance(allowed);
+  return allowed;
+}
+} // namespace detail
+
+template <class Done>
+bool spin_until(Done done, spin_policy policy) {
+  if (done())
+    return true;
+  const auto allowed = detail::spin_allowed(policy, policy.spin);
+  if (allowed.count() <= 0)
+    return false;
+  const auto start = std::chrono::steady_clock::now();
+  bool caught = false;
+  {
+    spin_seat seat{policy.seat};
+    if (!seat)
+      return false; // no CPU to spare: not a miss of the learner's
+    caught = detail::spin_for(done, allowed);
+  }
+  if (policy.learner != nullptr) {
+    if (caught)
+      policy.learner->caught(std::chrono::steady_clock::now() - start);
+    else
+      policy.learner->missed(policy.spin);
+  }
+  return caught;
 }
 
 template <class Done>
 bool wait_until(wake_word& w, Done done, std::chrono::steady_clock::time_point deadline,
                 spin_policy policy, std::chrono::nanoseconds slice) {
   using clock = std::chrono::steady_clock;
-  const auto before_deadline = std::max(deadline - clock::now(), clock::duration::zero());
-  if (spin_until(done, spin_policy{std::min<std::chrono::nanoseconds>(policy.spin, before_deadline)}))
+  if (done())
     return true;
+  const auto start = clock::now();
+  const auto allowed =
+    detail::spin_allowed(policy, std::max(deadline - start, clock::duration::zero()));
+  if (allowed.count() > 0) {
+    spin_seat seat{policy.seat};
+    if (seat && detail::spin_for(done, allowed)) {
+      if (policy.learner != nullptr)
+        policy.learner->caught(clock::now() - start);
+      return true;
+    }
+  }
   for (;;) {
     const uint32_t seen = w.changes.load(std::memory_order_seq_cst);
-    if (done())
+    if (done()) {
+      if (policy.learner != nullptr)
+        policy.learner->slept(clock::now() - start, policy.spin);
       return true;
+    }
     const auto now = clock::now();
-    if (now >= deadline)
+    if (now >= deadline) {
+      if (policy.learner != nullptr && now - start > policy.spin)
+        policy.learner->slept(now - start, policy.spin); // long: spinning would not have paid
       return false;
+    }
     // Announce the sleep, then look again: a writer bumps `changes` before it reads `sleepers`
     // (both sequentially consistent), so either it sees this sleeper and wakes it, or the futex
     // sees the bumped word and does not sleep.

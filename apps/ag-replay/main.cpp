@@ -31,6 +31,7 @@
 
 #include "actorgraph/actorgraph.hpp"
 #include "actors/node_setup.hpp"
+#include "actors/quiet_pool.hpp"
 #include "actors/replay.hpp"
 #include "ipc/runtime_dir.hpp"
 #include "apps/app_config.hpp"
@@ -71,8 +72,7 @@ public:
       .add(key, "key", "with --nodes: this controller's identity (ag-keygen's NAME.secret)")
       .add(nodes, "nodes", "machines running ag-node, NAME=tcp://HOST:PORT=NAME.public, comma-"
                            "separated, for --devices such as NAME/sim:0 (process mode)");
-    set("scheduler.max-threads", 2);
-    set("logger.console", caf::atom("none"));
+    ag::quiet_pool(*this);
   }
 };
 

@@ -32,6 +32,7 @@
 #include "apps/app_config.hpp"
 #include "actors/node_child.hpp"
 #include "actors/protocol.hpp"
+#include "actors/quiet_pool.hpp"
 #include "actors/pusher.hpp"
 #include "actors/ring_reader.hpp"
 #include "actors/stream_actor.hpp"
@@ -62,8 +63,7 @@ public:
       .add(spin_ns, "spin-ns", "how long a wait on the ring spins before it sleeps")
       .add(export_wait_ms, "export-wait-ms",
            "how long a read of another child's export waits for it");
-    set("scheduler.max-threads", 2);
-    set("logger.console", caf::atom("none"));
+    ag::quiet_pool(*this);
   }
 };
 

@@ -665,7 +665,7 @@ TEST_CASE("a board is found by attach, and bad memory or lanes are refused", "[s
              Catch::Contains("do not fit"));
 }
 
-TEST_CASE("a lane's running mark, heartbeat and the stopped flag lie where docs/PROTOCOL.md says",
+TEST_CASE("a lane's running mark, heartbeat, seats and the spin census lie where docs/PROTOCOL.md says",
           "[shm]") {
   aligned_memory memory(completion_board::bytes_for(3));
   auto board = completion_board::format(memory.data(), memory.size(), 3);
@@ -684,28 +684,38 @@ TEST_CASE("a lane's running mark, heartbeat and the stopped flag lie where docs/
   CHECK(other.running_at(3) == 0); // no such lane
   board.running(1, 0);
   CHECK(other.running_at(1) == 0);
-  // Lane 1's slot at 256 + 64: running at 24 within it, the beat at 32; the version at 4.
+  // Lane 1's slot at 320 + 64: running at 24 within it, the beat at 32, its seats at 40; the
+  // version at 4; the census's spinning count at 256 and its CPUs at 260.
   auto word = [&](std::size_t at) {
     uint64_t v = 0;
     std::memcpy(&v, memory.data() + at, sizeof v);
     return v;
   };
   board.running(1, 9);
-  CHECK(word(256 + 64 + 24) == 9);
-  CHECK(word(256 + 64 + 32) == 2);
+  CHECK(word(320 + 64 + 24) == 9);
+  CHECK(word(320 + 64 + 32) == 2);
+  board.count_cpus(4);
+  {
+    ag::spin_seat seat{board.seat(1)};
+    REQUIRE(seat);
+    CHECK(word(320 + 64 + 40) == 1);
+    CHECK(word(256) == (uint64_t{4} << 32 | 1));
+  }
+  CHECK(word(320 + 64 + 40) == 0);
+  CHECK(word(256) == uint64_t{4} << 32);
   uint32_t version = 0;
   std::memcpy(&version, memory.data() + 4, sizeof version);
-  CHECK(version == 3);
+  CHECK(version == 4);
   // The stopped flag at 12.
   CHECK(word(8) >> 32 == 0);
   board.stop();
   CHECK(word(8) >> 32 == 1);
   CHECK(other.stopped());
-  // A board of a layout before (version 2, no stopped flag) is refused.
-  version = 2;
+  // A board of a layout before (version 3, no spin census) is refused.
+  version = 3;
   std::memcpy(memory.data() + 4, &version, sizeof version);
   CHECK_THAT(error_of([&] { completion_board::attach(memory.data(), memory.size()); }),
-             Catch::Contains("not a board of version 3"));
+             Catch::Contains("not a board of version 4"));
 }
 
 // -- shm_channel, across processes ----------------------------------------------------------------
