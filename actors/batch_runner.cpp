@@ -153,7 +153,7 @@ void batch_runner::acknowledge(std::size_t count, bool always) {
   for (std::size_t i = 0; i < count; ++i) {
     if (setup_.board)
       setup_.board->completed(setup_.lane, pending_[i].ops_after, pending_[i].entries_after);
-    out_.done(setup_.lane, pending_[i].ops_after, pending_[i].live);
+    out_.done(setup_.lane, pending_[i].ops_after, pending_[i].entries_after, pending_[i].live);
   }
   if (setup_.board && count > 0)
     setup_.board->notify();

@@ -37,7 +37,7 @@ class timeline;
 class runner_answers {
 public:
   virtual ~runner_answers() = default;
-  virtual void done(uint32_t lane, uint64_t ops_done, uint64_t device_live) = 0;
+  virtual void done(uint32_t lane, uint64_t ops_done, uint64_t entries, uint64_t device_live) = 0;
   virtual void failed(uint32_t lane, uint64_t index, std::string what) = 0;
 };
 

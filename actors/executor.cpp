@@ -329,9 +329,9 @@ void answer_stats(executor_self self) {
   st.stats_waiters.clear();
 }
 
-void done(executor_self self, uint32_t l, uint64_t ops_done, uint64_t live) {
+void done(executor_self self, uint32_t l, uint64_t ops_done, uint64_t entries, uint64_t live) {
   store_fence::acquire(); // what the runner did with its store ranges, before they are reused
-  self->state.plan->done(l, ops_done, live);
+  self->state.plan->done(l, ops_done, live, entries);
   answer_stats(self);
 }
 
@@ -400,8 +400,8 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
       if (plan.ready(l))
         self->state.lanes->started();
     },
-    [=](done_atom, uint32_t l, uint64_t ops_done, uint64_t live) {
-      done(self, l, ops_done, live);
+    [=](done_atom, uint32_t l, uint64_t ops_done, uint64_t entries, uint64_t live) {
+      done(self, l, ops_done, entries, live);
       linger(self);
     },
     [=](failed_atom, uint32_t l, uint64_t index, std::string& what) {
@@ -474,7 +474,9 @@ executor_actor::behavior_type stopping(executor_self self) {
     [](progress_atom) {},
     [](wait_ready_atom, start_deadline_t) {},
     [&plan](ready_atom, uint32_t l) { plan.ready(l); },
-    [=](done_atom, uint32_t l, uint64_t ops_done, uint64_t live) { done(self, l, ops_done, live); },
+    [=](done_atom, uint32_t l, uint64_t ops_done, uint64_t entries, uint64_t live) {
+      done(self, l, ops_done, entries, live);
+    },
     [=](failed_atom, uint32_t l, uint64_t index, std::string& what) {
       failed(self, l, index, what);
     },

@@ -41,14 +41,17 @@ void lane_topology::spawn(topology_setup& setup) {
   const auto me = caf::actor_cast<caf::actor>(owner);
   if (setup.process) {
     auto& p = *setup.process;
+    // The children publish on the channel's board themselves; on the sockets the puller does.
+    completion_board* pulled_to = setup.board;
     if (p.channel) {
       ring_ = std::make_shared<ring_publisher>(p.channel, setup.trace);
       setup.board = &p.channel->board();
+      pulled_to = nullptr;
     }
     publisher_ = spawn_publisher(sys, p.zmq, p.pub_endpoint, setup.trace, ring_, p.network,
                                  setup.store_base, setup.store_size);
     puller_ = spawn_puller(sys, p.zmq, p.pull_endpoint, me, p.network, setup.store_base,
-                           setup.store_size);
+                           setup.store_size, pulled_to);
     owner->monitor(publisher_);
     owner->monitor(puller_);
   }

@@ -87,6 +87,7 @@ start_node_lanes(caf::actor_system& sys, const caf::actor& owner, const network_
     req.pub_port = net.pub_port;
     req.pull_port = net.pull_port;
     req.data_ports = net.data_ports;
+    req.return_ports = net.return_ports;
     req.controller_key = net.curve_public;
     req.store_bytes = store_bytes;
     req.start_timeout_ms = no_deadline(start_timeout) ? INT64_MAX : start_timeout.count();

@@ -41,6 +41,7 @@ struct node_request {
   uint16_t pub_port = 0;       // its broadcast (PUB, CURVE)
   uint16_t pull_port = 0;      // its reports (PULL, CURVE)
   std::vector<uint16_t> data_ports; // its data streams (PUB, CURVE), each child subscribing to all
+  std::vector<uint16_t> return_ports; // its return streams (PULL, CURVE), each child pushing to all
   std::string controller_key;  // its CURVE public key (Z85): one the node allows
   std::vector<uint32_t> lanes; // the controller's lane numbers
   std::vector<device> devices; // each lane's device, as the node names it (cuda:0)
@@ -56,7 +57,7 @@ struct node_request {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_request& x) {
   return f(caf::meta::type_name("ag::node_request"), x.owner, x.controller_host, x.pub_port,
-           x.pull_port, x.data_ports, x.controller_key, x.lanes, x.devices, x.store_bytes, x.start_timeout_ms,
+           x.pull_port, x.data_ports, x.return_ports, x.controller_key, x.lanes, x.devices, x.store_bytes, x.start_timeout_ms,
            x.stop_timeout_ms, x.graphs, x.max_graphs, x.graph_after);
 }
 

@@ -91,10 +91,12 @@ caf::result<std::vector<caf::actor>> start(node_self self, node_request& req) {
                                              + req.controller_key + " of this controller");
   if (!req.owner)
     return make_error(errc::bad_request, "node " + me + ": the request names no controller");
-  if (req.data_ports.size() > 16)
+  if (req.data_ports.size() > 16 || req.return_ports.size() > 16)
     return make_error(errc::bad_request, "node " + me + ": a request of "
                                            + std::to_string(req.data_ports.size())
-                                           + " data streams (16 at most)");
+                                           + " data streams and "
+                                           + std::to_string(req.return_ports.size())
+                                           + " return streams (16 of each at most)");
   if (req.lanes.empty() || req.lanes.size() != req.devices.size())
     return make_error(errc::bad_request, "node " + me + ": a request of "
                                            + std::to_string(req.lanes.size()) + " lanes and "
@@ -127,6 +129,8 @@ caf::result<std::vector<caf::actor>> start(node_self self, node_request& req) {
     ps.args.pull_endpoint = "tcp://" + host + ":" + std::to_string(req.pull_port);
     for (auto port : req.data_ports)
       ps.args.data_endpoints.push_back("tcp://" + host + ":" + std::to_string(port));
+    for (auto port : req.return_ports)
+      ps.args.return_endpoints.push_back("tcp://" + host + ":" + std::to_string(port));
     ps.args.curve_server_key = req.controller_key;
     ps.args.curve_public = st.setup.curve_public;
     ps.args.curve_secret = st.setup.curve_secret;

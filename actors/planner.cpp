@@ -27,6 +27,7 @@ planner::planner(planner_setup setup, planner_outbox& out)
     max_queued_bytes_(setup.max_queued_bytes),
     max_broadcast_bytes_(setup.max_broadcast_bytes),
     board_(setup.board),
+    runners_see_board_(setup.runners_see_board),
     progress_timeout_(setup.progress_timeout),
     flow_(std::move(setup.flow)),
     trace_(std::move(setup.trace)),
@@ -161,10 +162,10 @@ bool planner::ready(uint32_t l) {
   return true;
 }
 
-void planner::done(uint32_t l, uint64_t ops_done, uint64_t device_live) {
+void planner::done(uint32_t l, uint64_t ops_done, uint64_t device_live, uint64_t entries) {
   if (l >= lanes_.size())
     return;
-  record_ack(l, wire::msg_type::done, wire::done_msg{l, ops_done, device_live});
+  record_ack(l, wire::msg_type::done, wire::done_msg{l, ops_done, device_live, entries});
   auto& ln = lanes_[l];
   ln.done = ops_done;
   ln.device_live_bytes = device_live;
@@ -328,7 +329,8 @@ uint64_t planner::enqueue(uint32_t l, const op_desc& op, std::initializer_list<d
 // True when lane `to`'s runner can wait for lane `from`'s operators on the completion board: both
 // run on this machine and publish there (not the sockets, not a node).
 bool planner::board_orders(uint32_t from, uint32_t to) const {
-  return board_ != nullptr && from != to && lanes_[from].dev.local() && lanes_[to].dev.local();
+  return board_ != nullptr && runners_see_board_ && from != to && lanes_[from].dev.local()
+         && lanes_[to].dev.local();
 }
 
 // Forgets the sent entries no failure can taint any more: those from the front of each lane's

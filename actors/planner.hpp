@@ -102,9 +102,13 @@ struct planner_setup {
   std::shared_ptr<trace::writer> trace;
   // Spans of the dispatches; null: none.
   std::shared_ptr<ag::timeline> timeline;
-  // The shared-memory path: the board the runners publish their acknowledgements on, where the
-  // planner counts every failure it learns of (a fault) and stops; null: none, and no tickets.
+  // The board the acknowledgements are published on (by the runners on the shared-memory path, by
+  // the puller for children on the sockets), where the planner counts every failure it learns of
+  // (a fault) and stops; null: none, and no tickets.
   completion_board* board = nullptr;
+  // Whether the runners of this machine see the board themselves (the shared-memory path), so
+  // that one lane's runner can wait there for another's (await operators).
+  bool runners_see_board = false;
   // The largest broadcast body (the ring's largest frame); 0: no bound (the socket).
   std::size_t max_broadcast_bytes = 0;
   // Lane pairs with a direct path (device lanes of this process that are peers: peer_copy and
@@ -169,7 +173,8 @@ public:
   // -- from the runners ---------------------------------------------------------------------------
   // True when this made every lane ready (start-up is over).
   bool ready(uint32_t lane);
-  void done(uint32_t lane, uint64_t ops_done, uint64_t device_live);
+  // entries: the lane's operators and releases acknowledged, as its runner counts them (traced).
+  void done(uint32_t lane, uint64_t ops_done, uint64_t device_live, uint64_t entries = 0);
   // lane no_lane (or out of range): every remote lane is suspect.
   void failed(uint32_t lane, uint64_t index, const std::string& what);
   void received(uint32_t lane, uint64_t count);
@@ -341,6 +346,7 @@ private:
   std::size_t max_queued_bytes_;
   std::size_t max_broadcast_bytes_;
   completion_board* board_;
+  bool runners_see_board_;
   std::chrono::milliseconds progress_timeout_;
   bool progress_check_scheduled_ = false;
   bool tracks_delivery_ = false; // delivered() is called: not every broadcast sent is readable

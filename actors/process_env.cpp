@@ -168,7 +168,8 @@ void process_env::open_network(const std::string& curve_public, const std::strin
                                std::vector<network_setup::node_target> nodes,
                                std::size_t streams) {
   auto net = std::make_shared<network_setup>();
-  // CURVE encrypts in the I/O thread of each connection: one thread per data stream, and one more.
+  // CURVE encrypts in the I/O thread of each connection: one thread per data stream (and the
+  // return stream beside it), and one more.
   net->ctx = std::make_shared<zmq::context_t>(static_cast<int>(streams + 1));
   auto& ctx = *net->ctx;
   net->zap = std::make_shared<zap_handler>(ctx, allowed, [](const std::string& line) {
@@ -187,6 +188,10 @@ void process_env::open_network(const std::string& curve_public, const std::strin
         ctx, "tcp://0.0.0.0:0", &keys, static_cast<int>(i + 1)))); // thread 0: the rest
       net->zap->watch(*net->data.back(), "data stream " + std::to_string(i));
       net->data_ports.push_back(zmqs::bound_port(*net->data.back()));
+      net->returns.push_back(std::make_shared<zmq::socket_t>(zmqs::puller(
+        ctx, "tcp://0.0.0.0:0", &keys, static_cast<int>(i + 1)))); // beside data stream i
+      net->zap->watch(*net->returns.back(), "return stream " + std::to_string(i));
+      net->return_ports.push_back(zmqs::bound_port(*net->returns.back()));
     }
   } catch (const zmq::error_t& e) {
     throw error(std::string{"data plane: cannot bind a TCP socket: "} + e.what());

@@ -33,6 +33,9 @@ struct network_setup {
   // The data streams (graph_option::node_streams): PUB sockets that carry only Data-in pieces.
   std::vector<std::shared_ptr<zmq::socket_t>> data;
   std::vector<uint16_t> data_ports;
+  // The return streams, as many: PULL sockets that carry only the nodes' Data-out pieces.
+  std::vector<std::shared_ptr<zmq::socket_t>> returns;
+  std::vector<uint16_t> return_ports;
   std::string curve_public;           // the controller's: the children's server key
   std::vector<std::string> lane_node; // per lane, the node it runs on ("": this machine)
   // Where each node's ag-node listens, and the address of this machine its children reach.

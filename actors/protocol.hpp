@@ -103,7 +103,7 @@ typename Inspector::result_type inspect(Inspector& f, start_deadline_t&) {
 // ag-replay's own actor).
 using runner_answers_actor =
   caf::typed_actor<caf::reacts_to<ready_atom, uint32_t>,
-                   caf::reacts_to<done_atom, uint32_t, uint64_t, uint64_t>,
+                   caf::reacts_to<done_atom, uint32_t, uint64_t, uint64_t, uint64_t>,
                    caf::reacts_to<failed_atom, uint32_t, uint64_t, std::string>>;
 
 // The executor (actors/executor.hpp): the user's threads, the runners and the puller, itself.
@@ -117,7 +117,7 @@ using executor_actor = caf::typed_actor<
   caf::reacts_to<wait_ready_atom>,
   caf::replies_to<stats_atom>::with<uint64_t, uint64_t, uint64_t, uint64_t>,
   caf::replies_to<shutdown_atom>::with<std::string>,
-  caf::reacts_to<ready_atom, uint32_t>, caf::reacts_to<done_atom, uint32_t, uint64_t, uint64_t>,
+  caf::reacts_to<ready_atom, uint32_t>, caf::reacts_to<done_atom, uint32_t, uint64_t, uint64_t, uint64_t>,
   caf::reacts_to<failed_atom, uint32_t, uint64_t, std::string>,
   caf::reacts_to<received_atom, uint32_t, uint64_t>, caf::reacts_to<flush_atom>,
   caf::reacts_to<expire_atom, uint64_t>, caf::reacts_to<progress_atom>,

@@ -9,6 +9,7 @@
 #include "actors/poll_loop.hpp"
 #include "actors/process_setup.hpp"
 #include "actors/protocol.hpp"
+#include "ipc/completion_board.hpp"
 #include "ipc/descriptors.hpp"
 #include "ipc/wire.hpp"
 #include "ipc/zmq_sockets.hpp"
@@ -27,6 +28,11 @@ struct puller_state {
   std::optional<zmq::socket_t> net;
   std::byte* store_base = nullptr;
   std::size_t store_size = 0;
+  // Their return streams: Data-out pieces, piece i of a lane on stream (i - 1) % n; per lane, the
+  // last piece id each stream delivered.
+  std::vector<zmq::socket_t> returns;
+  std::unordered_map<uint32_t, std::vector<uint64_t>> return_last;
+  completion_board* board = nullptr; // where the user's threads wait (null: they ask the executor)
 
   static inline const char* name = "ag.puller";
 };
@@ -65,6 +71,71 @@ void check_sender(puller_state& st, uint32_t lane, const std::string& user, bool
                 + ") over the local socket (forged)");
 }
 
+// Data-out bytes into the store at their offset, checked against its size.
+void store_piece(puller_state& st, const zmqs::received& r) {
+  const uint64_t offset = wire::decode_data_offset(r.body.data(), r.body.size());
+  const std::size_t bytes = r.data.size();
+  if (offset > st.store_size || bytes > st.store_size - offset)
+    throw lane_error(r.head.lane, "wire: data_out to store range [" + std::to_string(offset)
+                                    + ", +" + std::to_string(bytes) + ") beyond the "
+                                    + std::to_string(st.store_size) + "-byte store");
+  if (bytes > 0)
+    std::memcpy(st.store_base + offset, r.data.data(), bytes);
+}
+
+// A Data-out piece on return stream k: from the lane's node, next in that stream's order.
+void take_piece(puller_state& st, zmqs::received& r, std::size_t k) {
+  if (r.head.type != wire::msg_type::data_out)
+    throw error("wire: " + wire::to_string(r.head.type) + " on a return stream");
+  const uint32_t lane = r.head.lane;
+  check_sender(st, lane, r.user(), true);
+  auto& last = st.return_last[lane];
+  last.resize(st.returns.size());
+  const uint64_t n = st.returns.size();
+  const uint64_t expected = last[k] == 0 ? k + 1 : last[k] + n;
+  if (r.head.id != expected)
+    throw lane_error(lane, "wire: data_out gap on return stream " + std::to_string(k)
+                             + ": expected piece " + std::to_string(expected) + ", got "
+                             + std::to_string(r.head.id));
+  last[k] = r.head.id;
+  store_piece(st, r);
+}
+
+// Whether every Data-out piece of `lane` up to `upto` has arrived.
+bool have_pieces(puller_state& st, uint32_t lane, uint64_t upto) {
+  const uint64_t n = st.returns.size();
+  const auto& last = st.return_last[lane];
+  for (uint64_t k = 0; k < n && k + 1 <= upto; ++k) // stream k carries k + 1, k + 1 + n, ...
+    if ((k < last.size() ? last[k] : 0) < k + 1 + (upto - 1 - k) / n * n)
+      return false;
+  return true;
+}
+
+// How long the reports wait, at a Data-done, for pieces still on their way on the return streams.
+constexpr std::chrono::seconds piece_wait{30};
+
+void drain_returns(puller_state& st, std::chrono::milliseconds wait) {
+  for (std::size_t k = 0; k < st.returns.size(); ++k)
+    zmqs::drain(st.returns[k], [&](zmqs::received& r) { take_piece(st, r, k); }, wait);
+}
+
+// Data-done: the lane's Done behind it is handled once its pieces are in the store.
+void await_pieces(puller_state& st, uint32_t lane, uint64_t upto) {
+  if (st.returns.empty())
+    throw lane_error(lane, "wire: data_done from a lane without return streams");
+  const auto deadline = std::chrono::steady_clock::now() + piece_wait;
+  while (!have_pieces(st, lane, upto)) {
+    if (std::chrono::steady_clock::now() > deadline)
+      throw lane_error(lane, "wire: data_done names piece " + std::to_string(upto) + " of lane "
+                               + std::to_string(lane) + ", which did not arrive within 30 s");
+    std::vector<zmq::socket_t*> socks;
+    for (auto& s : st.returns)
+      socks.push_back(&s);
+    if (!zmqs::wait_any(socks).empty())
+      drain_returns(st, std::chrono::milliseconds{0});
+  }
+}
+
 void handle(puller_actor* self, zmqs::received& r, bool tcp) {
   auto& st = self->state;
   const auto* data = r.body.data();
@@ -75,18 +146,16 @@ void handle(puller_actor* self, zmqs::received& r, bool tcp) {
     check_sequence(st, lane, r.head.id);
   };
   switch (r.head.type) {
-    case wire::msg_type::data_out: {
+    case wire::msg_type::data_out:
       check(r.head.lane);
-      const uint64_t offset = wire::decode_data_offset(data, size);
-      const std::size_t bytes = r.data.size();
-      if (offset > st.store_size || bytes > st.store_size - offset)
-        throw lane_error(r.head.lane, "wire: data_out to store range [" + std::to_string(offset)
-                                        + ", +" + std::to_string(bytes) + ") beyond the "
-                                        + std::to_string(st.store_size) + "-byte store");
-      if (bytes > 0)
-        std::memcpy(st.store_base + offset, r.data.data(), bytes);
+      store_piece(st, r);
       return;
-    }
+    case wire::msg_type::data_done:
+      check(r.head.lane);
+      if (!tcp)
+        throw lane_error(r.head.lane, "wire: data_done over the local socket");
+      await_pieces(st, r.head.lane, wire::decode_data_done(data, size));
+      return;
     case wire::msg_type::ready: {
       wire::ready_msg m;
       wire::decode(data, size, m);
@@ -98,13 +167,19 @@ void handle(puller_actor* self, zmqs::received& r, bool tcp) {
       wire::done_msg m;
       wire::decode(data, size, m);
       check(m.lane);
-      self->send(st.executor, done_atom::value, m.lane, m.ops_done, m.device_bytes);
+      if (st.board) { // the user's waiting threads see it now; the executor right after
+        st.board->completed(m.lane, m.ops_done, m.entries);
+        st.board->notify();
+      }
+      self->send(st.executor, done_atom::value, m.lane, m.ops_done, m.entries, m.device_bytes);
       return;
     }
     case wire::msg_type::failed: {
       wire::failed_msg m;
       wire::decode(data, size, m);
       check(m.lane);
+      if (st.board) // before any count after it: a count past the failure is never success
+        st.board->failed(m.lane, m.index);
       self->send(st.executor, failed_atom::value, m.lane, m.index, std::move(m.what));
       return;
     }
@@ -121,10 +196,12 @@ void handle(puller_actor* self, zmqs::received& r, bool tcp) {
   }
 }
 
-void drain(puller_actor* self, zmq::socket_t& sock, bool tcp, std::chrono::milliseconds wait) {
+// Runs `take` (a drain); a protocol error ends it and fails the lane to blame, or every lane.
+template <class Take>
+void guarded(puller_actor* self, Take take) {
   auto& st = self->state;
-  try { // a protocol error ends the drain
-    zmqs::drain(sock, [&](zmqs::received& r) { handle(self, r, tcp); }, wait);
+  try {
+    take();
   } catch (const lane_error& e) {
     self->send(st.executor, failed_atom::value, e.lane, uint64_t{0},
                std::string{"protocol error from its child: "} + e.what());
@@ -134,13 +211,18 @@ void drain(puller_actor* self, zmq::socket_t& sock, bool tcp, std::chrono::milli
   }
 }
 
+void drain(puller_actor* self, zmq::socket_t& sock, bool tcp, std::chrono::milliseconds wait) {
+  guarded(self, [&] { zmqs::drain(sock, [&](zmqs::received& r) { handle(self, r, tcp); }, wait); });
+}
+
 caf::behavior puller(puller_actor* self, std::shared_ptr<zmq::context_t> ctx,
                      const std::string& endpoint, caf::actor executor,
                      std::shared_ptr<network_setup> network, std::byte* store_base,
-                     std::size_t store_size) {
+                     std::size_t store_size, completion_board* board) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
   st.executor = std::move(executor);
+  st.board = board;
   try {
     st.sock = zmqs::puller(*st.ctx, endpoint);
   } catch (const zmq::error_t& e) { // no descriptor left, most likely: the runtime fails, saying so
@@ -152,13 +234,22 @@ caf::behavior puller(puller_actor* self, std::shared_ptr<zmq::context_t> ctx,
     st.network = std::move(network);
     st.store_base = store_base;
     st.store_size = store_size;
+    for (auto& s : st.network->returns)
+      st.returns.push_back(std::move(*s));
   }
   return poll_loop(self, [=] {
     auto& st = self->state;
     if (!st.net)
       return drain(self, *st.sock, false, zmqs::drain_wait);
-    for (auto* s : zmqs::wait_any({&*st.sock, &*st.net}))
-      drain(self, *s, s == &*st.net, std::chrono::milliseconds{0});
+    std::vector<zmq::socket_t*> socks{&*st.sock, &*st.net};
+    for (auto& s : st.returns)
+      socks.push_back(&s);
+    for (auto* s : zmqs::wait_any(socks)) {
+      if (s == &*st.sock || s == &*st.net)
+        drain(self, *s, s == &*st.net, std::chrono::milliseconds{0});
+      else
+        guarded(self, [&] { drain_returns(st, std::chrono::milliseconds{0}); });
+    }
   });
 }
 
@@ -167,9 +258,9 @@ caf::behavior puller(puller_actor* self, std::shared_ptr<zmq::context_t> ctx,
 caf::actor spawn_puller(caf::actor_system& sys, std::shared_ptr<zmq::context_t> ctx,
                         std::string endpoint, caf::actor executor,
                         std::shared_ptr<network_setup> network, std::byte* store_base,
-                        std::size_t store_size) {
+                        std::size_t store_size, completion_board* board) {
   return sys.spawn<caf::detached>(puller, std::move(ctx), std::move(endpoint), std::move(executor),
-                                  std::move(network), store_base, store_size);
+                                  std::move(network), store_base, store_size, board);
 }
 
 } // namespace ag

@@ -5,6 +5,9 @@
 // socket their children push to: a message there must come from the node of the lane it speaks
 // for (its CURVE identity, as the ZAP handler named it), and the store bytes a node lane's batch
 // wrote (Data-out) are copied into the controller's store as they come, before that batch's Done.
+// With a board (the children on the sockets), it also publishes each Done and Failed there for
+// the user's waiting threads, before it hands them to the executor: a wait does not go through
+// the executor's mailbox.
 #pragma once
 
 #include <cstddef>
@@ -19,11 +22,13 @@ class context_t;
 
 namespace ag {
 
+class completion_board;
 struct network_setup;
 
 caf::actor spawn_puller(caf::actor_system& sys, std::shared_ptr<zmq::context_t> ctx,
                         std::string endpoint, caf::actor executor,
                         std::shared_ptr<network_setup> network = nullptr,
-                        std::byte* store_base = nullptr, std::size_t store_size = 0);
+                        std::byte* store_base = nullptr, std::size_t store_size = 0,
+                        completion_board* board = nullptr);
 
 } // namespace ag

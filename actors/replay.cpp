@@ -218,7 +218,7 @@ private:
         if (auto* ln = lane(l))
           ln->ready = true;
       },
-      [&](done_atom, uint32_t l, uint64_t done, uint64_t live) {
+      [&](done_atom, uint32_t l, uint64_t done, uint64_t, uint64_t live) {
         if (auto* ln = lane(l)) {
           ln->answers.push_back({false, done, live, {}});
           ln->heard = std::max(ln->heard, done);

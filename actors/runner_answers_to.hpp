@@ -15,8 +15,8 @@ template <class Self, class Handle>
 class runner_answers_to final : public runner_answers {
 public:
   runner_answers_to(Self* self, Handle to) : self_(self), to_(std::move(to)) {}
-  void done(uint32_t lane, uint64_t ops_done, uint64_t live) override {
-    self_->send(to_, done_atom::value, lane, ops_done, live);
+  void done(uint32_t lane, uint64_t ops_done, uint64_t entries, uint64_t live) override {
+    self_->send(to_, done_atom::value, lane, ops_done, entries, live);
   }
   void failed(uint32_t lane, uint64_t index, std::string what) override {
     self_->send(to_, failed_atom::value, lane, index, std::move(what));

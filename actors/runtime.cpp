@@ -129,10 +129,12 @@ public:
         board_ = &env_->setup().channel->board();
     } else {
       store_ = tensor_store::anonymous(opt_.store_bytes);
-      if (shm) {
-        local_board_ = std::make_unique<local_board>(static_cast<uint32_t>(devices_.size() + 1));
-        board_ = &local_board_->board();
-      }
+    }
+    // The waits are answered on a board: the channel's, or one in this process's memory, on which
+    // the stream actors (thread mode) or the puller (the children on the sockets) publish.
+    if (!board_ && (shm || opt_.per_device_per_process)) {
+      local_board_ = std::make_unique<local_board>(static_cast<uint32_t>(devices_.size() + 1));
+      board_ = &local_board_->board();
     }
     // Once nothing above can fail: a runtime that could not be set up leaves no trace file.
     if (!opt_.trace_path.empty())
@@ -145,8 +147,9 @@ public:
       setup.plan.timeline = timeline_ = std::make_shared<timeline>();
     }
     setup.start_timeout = opt_.start_timeout;
-    if (shm) {
+    if (board_) {
       setup.plan.board = board_;
+      setup.plan.runners_see_board = shm;
       setup.linger = opt_.spin_wait;
       board_->count_cpus(usable_cpus()); // spinners leave a CPU to the threads they wait for
       board_waits_.emplace(*board_, std::move(lane_names), opt_.wait_timeout,

@@ -21,6 +21,7 @@ std::string to_string(msg_type t) {
     case msg_type::failed: return "failed";
     case msg_type::received: return "received";
     case msg_type::data_out: return "data_out";
+    case msg_type::data_done: return "data_done";
   }
   return "type#" + std::to_string(static_cast<int>(t));
 }
@@ -38,7 +39,8 @@ bool known(msg_type t) {
     case msg_type::done:
     case msg_type::failed:
     case msg_type::received:
-    case msg_type::data_out: return true;
+    case msg_type::data_out:
+    case msg_type::data_done: return true;
   }
   return false;
 }
@@ -62,7 +64,8 @@ void check_device(const device& d, const char* name) {
 }
 
 bool carries_lane(msg_type t) {
-  return t == msg_type::data_in || t == msg_type::data_sent || t == msg_type::data_out;
+  return t == msg_type::data_in || t == msg_type::data_sent || t == msg_type::data_out
+         || t == msg_type::data_done;
 }
 
 // Big-endian, whatever this machine's order.
@@ -129,6 +132,19 @@ uint64_t decode_data_offset(const void* frame, std::size_t size) {
 
 void encode_data_offset(void* frame, uint64_t offset) noexcept {
   put_be(static_cast<unsigned char*>(frame), offset, 8);
+}
+
+bytes encode_data_done(uint64_t last_piece) {
+  bytes b(data_offset_bytes);
+  put_be(reinterpret_cast<unsigned char*>(b.data()), last_piece, 8);
+  return b;
+}
+
+uint64_t decode_data_done(const void* body, std::size_t size) {
+  if (size != data_offset_bytes)
+    throw error("wire: malformed data_done message: a body of " + std::to_string(size)
+                + " bytes, expected 8");
+  return get_be(static_cast<const unsigned char*>(body), 8);
 }
 
 std::size_t encoded_size(const op_desc& op) noexcept {

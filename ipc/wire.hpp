@@ -21,7 +21,7 @@
 namespace ag::wire {
 
 constexpr char magic[2] = {'A', 'G'};
-constexpr uint8_t version = 6;
+constexpr uint8_t version = 7;
 constexpr std::size_t header_size = 16;
 // ZMQ_MAXMSGSIZE of every receiving socket: the largest frame a peer may send.
 constexpr int64_t max_frame_bytes = int64_t{1} << 30;
@@ -44,7 +44,12 @@ enum class msg_type : uint8_t {
   failed = 18, // an operator failed, or the child saw a protocol error
   received = 19, // how many Execute messages the child has read (for the controller's bound)
   // a node's child -> controller: bytes its batch wrote to its store, before the batch's Done
+  // (on the reports connection, or with return streams on those)
   data_out = 20,
+  // a node's child with return streams -> controller, on the reports connection right before a
+  // Done whose batches wrote store bytes: the id of the last Data-out piece sent on the return
+  // streams; the controller takes the lane's messages after it once those pieces are in its store
+  data_done = 21,
 };
 
 // "execute", "ready", ...; "type#N" otherwise.
@@ -52,9 +57,9 @@ std::string to_string(msg_type t);
 
 struct header {
   msg_type type = msg_type::hello;
-  uint64_t id = 0; // per sender, +1 per message; data_in: per lane, +1 per message; data_sent:
-                   // the last data_in id sent to the lane
-  uint32_t lane = 0; // data_in, data_sent, data_out: whose they are; 0 in every other message
+  uint64_t id = 0; // per sender, +1 per message; data_in, and data_out on return streams: per
+                   // lane, +1 per piece; data_sent: the last data_in id sent to the lane
+  uint32_t lane = 0; // data_in, data_sent, data_out, data_done: whose they are; else 0
 };
 
 // data_in and data_out: the second frame is the store offset (8 bytes), the third the bytes. The
@@ -89,6 +94,9 @@ struct startup_args {
   // A node's child: where it subscribes to its lane's Data-in pieces, one connection each (piece
   // id i on endpoint (i - 1) % n). Empty: they come on pub_endpoint.
   std::vector<std::string> data_endpoints;
+  // A node's child: where it pushes the Data-out pieces of its batches, one connection each
+  // (piece id i on endpoint (i - 1) % n). Empty: they go on pull_endpoint, before each Done.
+  std::vector<std::string> return_endpoints;
   // Steps as graphs (graph_option::cuda_graphs, max_cuda_graphs, cuda_graph_after).
   bool graphs = false;
   uint64_t max_graphs = 64;
@@ -99,8 +107,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, startup_args& x) {
   return f(caf::meta::type_name("startup_args"), x.version, x.pub_endpoint, x.pull_endpoint,
            x.where, x.lane, x.store_name, x.store_bytes, x.parent_pid, x.timeline_part,
-           x.curve_server_key, x.curve_public, x.curve_secret, x.data_endpoints, x.graphs,
-           x.max_graphs, x.graph_after);
+           x.curve_server_key, x.curve_public, x.curve_secret, x.data_endpoints,
+           x.return_endpoints, x.graphs, x.max_graphs, x.graph_after);
 }
 
 struct execute_msg {
@@ -162,11 +170,12 @@ struct done_msg {
   uint32_t lane = 0;
   uint64_t ops_done = 0;
   uint64_t device_bytes = 0;
+  uint64_t entries = 0; // operators and releases of every batch acknowledged (the board's count)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, done_msg& x) {
-  return f(caf::meta::type_name("done_msg"), x.lane, x.ops_done, x.device_bytes);
+  return f(caf::meta::type_name("done_msg"), x.lane, x.ops_done, x.device_bytes, x.entries);
 }
 
 struct failed_msg {
@@ -191,6 +200,11 @@ typename Inspector::result_type inspect(Inspector& f, received_msg& x) {
 }
 
 using bytes = std::vector<char>;
+
+// data_done's body: the id of the last Data-out piece sent on the return streams (8 bytes, as
+// a data offset).
+bytes encode_data_done(uint64_t last_piece);
+uint64_t decode_data_done(const void* body, std::size_t size);
 
 // The step shapes a child's decoder decoded, by their encoded bytes: the last `capacity` seen.
 class shape_memo {

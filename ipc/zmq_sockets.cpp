@@ -52,9 +52,11 @@ zmq::socket_t publisher(zmq::context_t& ctx, const std::string& endpoint,
   return s;
 }
 
-zmq::socket_t puller(zmq::context_t& ctx, const std::string& endpoint, const curve_keys* curve) {
+zmq::socket_t puller(zmq::context_t& ctx, const std::string& endpoint, const curve_keys* curve,
+                     int io_thread) {
   auto s = make(ctx, zmq::socket_type::pull, 0);
   receiving(s);
+  pin(s, io_thread);
   secure(s, curve);
   s.bind(endpoint);
   return s;
@@ -73,11 +75,13 @@ zmq::socket_t subscriber(zmq::context_t& ctx, const std::string& endpoint,
   return s;
 }
 
-zmq::socket_t pusher(zmq::context_t& ctx, const std::string& endpoint, const curve_keys* curve) {
+zmq::socket_t pusher(zmq::context_t& ctx, const std::string& endpoint, const curve_keys* curve,
+                     int io_thread) {
   // A child's last acknowledgements must still leave after it closed the socket on exit; bounded,
   // so a controller that is gone cannot hold the child.
   auto s = make(ctx, zmq::socket_type::push, 1000);
   s.set(zmq::sockopt::sndhwm, 0);
+  pin(s, io_thread);
   secure(s, curve);
   s.connect(endpoint);
   return s;

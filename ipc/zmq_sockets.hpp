@@ -29,7 +29,7 @@ struct curve_keys {
 // The ZAP domain of the controller's CURVE sockets.
 constexpr const char* zap_domain = "actorgraph";
 
-// `io_thread` (for PUB and SUB): which I/O thread of the context carries the socket's connections
+// `io_thread` (for PUB, SUB, PUSH and PULL): which I/O thread of the context carries the socket's connections
 // (ZMQ_AFFINITY); -1: libzmq's choice. libzmq puts connections made together on one thread, so
 // data streams that should encrypt side by side name theirs.
 
@@ -39,7 +39,7 @@ zmq::socket_t publisher(zmq::context_t& ctx, const std::string& endpoint,
                         const curve_keys* curve = nullptr, int io_thread = -1);
 // Controller: PULL bound at `endpoint`.
 zmq::socket_t puller(zmq::context_t& ctx, const std::string& endpoint,
-                     const curve_keys* curve = nullptr);
+                     const curve_keys* curve = nullptr, int io_thread = -1);
 // Child: SUB connected to `endpoint`, subscribed to the messages whose header frames begin with
 // one of `prefixes` (by default everything).
 zmq::socket_t subscriber(zmq::context_t& ctx, const std::string& endpoint,
@@ -48,7 +48,7 @@ zmq::socket_t subscriber(zmq::context_t& ctx, const std::string& endpoint,
                          int io_thread = -1);
 // Child: PUSH connected to `endpoint`.
 zmq::socket_t pusher(zmq::context_t& ctx, const std::string& endpoint,
-                     const curve_keys* curve = nullptr);
+                     const curve_keys* curve = nullptr, int io_thread = -1);
 
 // The TCP port a socket bound to "tcp://HOST:0" was given.
 uint16_t bound_port(zmq::socket_t& sock);

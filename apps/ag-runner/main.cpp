@@ -96,14 +96,17 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
   int exit_code = 0;
   {
     caf::actor_system sys{cfg};
-    // A node's child decrypts each data stream in an I/O thread of its own.
-    auto ctx = std::make_shared<zmq::context_t>(static_cast<int>(1 + args.data_endpoints.size()));
+    // A node's child decrypts each data stream, and encrypts each return stream, in an I/O
+    // thread of its own (return stream k beside data stream k).
+    auto ctx = std::make_shared<zmq::context_t>(static_cast<int>(
+      1 + std::max(args.data_endpoints.size(), args.return_endpoints.size())));
     caf::scoped_actor self{sys};
     // A node's child reaches its controller over TCP with CURVE and trades store bytes with it.
     std::optional<ag::node_child> node;
     if (!args.curve_server_key.empty())
       node = ag::node_child{args.curve_server_key, args.curve_public, args.curve_secret,
-                            args.data_endpoints, store.base(), store.size()};
+                            args.data_endpoints, args.return_endpoints, store.base(),
+                            store.size()};
     auto pusher = ag::spawn_pusher(sys, ctx, args.pull_endpoint, args.lane, args.where,
                                    node ? &*node : nullptr);
     const bool pin = args.where.type == ag::device::kind::cuda;

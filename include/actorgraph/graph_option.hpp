@@ -123,8 +123,9 @@ struct graph_option {
   std::chrono::milliseconds node_timeout{std::chrono::seconds{5}};
 
   // How many encrypted connections carry the tensors each child on a node reads, besides the one
-  // of its batches: one CURVE stream encrypts on one core, well below what a network moves. 0 to
-  // 16; 0: the batches' connection carries them too.
+  // of its batches, and as many carry back what its batches write, besides the one of its
+  // reports: one CURVE stream encrypts on one core, well below what a network moves. 0 to 16; 0:
+  // the batches' and the reports' connections carry them too.
   std::size_t node_streams = 8;
 
   // Process mode: the ag-runner program. Empty: $AG_RUNNER, else the ag-runner installed beside

@@ -35,7 +35,7 @@ struct answers final : ag::runner_answers {
   std::vector<uint64_t> done_counts;
   std::vector<std::string> failures;
 
-  void done(uint32_t, uint64_t ops_done, uint64_t) override {
+  void done(uint32_t, uint64_t ops_done, uint64_t, uint64_t) override {
     std::lock_guard<std::mutex> lock{m};
     done_counts.push_back(ops_done);
   }
@@ -237,6 +237,7 @@ struct await_rig {
     auto s = setup_of();
     if (with_board)
       s.board = &b.board();
+      s.runners_see_board = true;
     return s;
   }
   // #1 on sim:0, #2 on sim:1, uploaded and acknowledged.
@@ -342,6 +343,7 @@ struct behind_stopped_sim1 {
   static ag::planner_setup setup(ag::local_board& b) {
     auto s = setup_of(std::size_t{8} << 20); // room for the staging of every all_reduce
     s.board = &b.board();
+    s.runners_see_board = true;
     return s;
   }
 };

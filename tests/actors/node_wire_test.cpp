@@ -1,13 +1,14 @@
 // The controller's puller on the TCP side of a runtime with nodes, with real CURVE sockets and a
 // real ZAP handler: a message must come from the node of the lane it names, a replayed or
 // out-of-order id is refused, and Data-out bytes land in the store, bounds-checked, before the
-// Done behind them.
+// Done behind them, also when they come over several return streams behind a Data-done.
 #include <catch2/catch.hpp>
 
 #include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <caf/all.hpp>
@@ -39,9 +40,10 @@ struct fixture {
   key_pair server, n1, n2;
   std::vector<std::byte> store = std::vector<std::byte>(1 << 16);
   std::string at;
+  std::vector<std::string> returns_at; // the return streams' endpoints
   caf::actor puller;
 
-  fixture() {
+  explicit fixture(std::size_t returns = 0) {
     auto net = std::make_shared<ag::network_setup>();
     net->zap = std::make_shared<ag::zap_handler>(
       *ctx, std::map<std::string, std::string>{{n1.pub, "n1"}, {n2.pub, "n2"}},
@@ -49,6 +51,12 @@ struct fixture {
     const zmqs::curve_keys keys{server.pub, server.sec, ""};
     net->pull = std::make_shared<zmq::socket_t>(zmqs::puller(*ctx, "tcp://127.0.0.1:0", &keys));
     at = "tcp://127.0.0.1:" + std::to_string(zmqs::bound_port(*net->pull));
+    for (std::size_t k = 0; k < returns; ++k) {
+      net->returns.push_back(
+        std::make_shared<zmq::socket_t>(zmqs::puller(*ctx, "tcp://127.0.0.1:0", &keys)));
+      returns_at.push_back("tcp://127.0.0.1:"
+                           + std::to_string(zmqs::bound_port(*net->returns.back())));
+    }
     net->lane_node = {"", "n1", "n2"};
     puller = ag::spawn_puller(sys, ctx, "inproc://ag-test-local-pull",
                               caf::actor_cast<caf::actor>(executor), net, store.data(),
@@ -56,16 +64,22 @@ struct fixture {
   }
   ~fixture() { caf::anon_send_exit(puller, caf::exit_reason::user_shutdown); }
 
-  zmq::socket_t client(const key_pair& k) {
+  zmq::socket_t client(const key_pair& k, const std::string& where = {}) {
     const zmqs::curve_keys keys{k.pub, k.sec, server.pub};
-    return zmqs::pusher(*ctx, at, &keys);
+    return zmqs::pusher(*ctx, where.empty() ? at : where, &keys);
+  }
+  std::vector<zmq::socket_t> return_clients(const key_pair& k) {
+    std::vector<zmq::socket_t> socks;
+    for (const auto& r : returns_at)
+      socks.push_back(client(k, r));
+    return socks;
   }
 
   // The failure the puller reports, or empty once 5 s pass without one.
   std::string next_failure() {
     std::string what;
     executor->receive([&](ag::failed_atom, uint32_t, uint64_t, std::string& w) { what = w; },
-                      [&](ag::done_atom, uint32_t, uint64_t, uint64_t) { what = "done"; },
+                      [&](ag::done_atom, uint32_t, uint64_t, uint64_t, uint64_t) { what = "done"; },
                       [&](ag::ready_atom, uint32_t) { what = "ready"; },
                       caf::after(5s) >> [] {});
     return what;
@@ -111,4 +125,55 @@ TEST_CASE("Data-out bytes land in the store before the Done behind them, and a r
   zmqs::send_data(from_n2, wire::msg_type::data_out, 2, id, f.store.size() - 10, bytes.data(),
                   100);
   CHECK_THAT(f.next_failure(), Contains("beyond the") && Contains("store"));
+}
+
+TEST_CASE("Data-out pieces over several return streams land in the store before the Done behind "
+          "their Data-done, however late they come",
+          "[nodes]") {
+  fixture f{3};
+  auto reports = f.client(f.n1);
+  auto streams = f.return_clients(f.n1);
+  std::vector<zmq::socket_t*> to;
+  for (auto& s : streams)
+    to.push_back(&s);
+  std::vector<char> bytes(20000);
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = static_cast<char>(i * 13 + 1);
+  // Five pieces of lane 1 (ids 1..5 over three streams), announced before they are sent.
+  zmqs::send(reports, {wire::msg_type::data_done, 1, 1}, wire::encode_data_done(5));
+  send_done(reports, 1, 2);
+  std::this_thread::sleep_for(50ms);
+  uint64_t piece = 1;
+  for (int i = 0; i < 5; ++i)
+    zmqs::send_data(to, wire::msg_type::data_out, 1, piece, 4096 + 4000 * i,
+                    bytes.data() + 4000 * i, 4000);
+  REQUIRE(f.next_failure() == "done");
+  CHECK(std::memcmp(f.store.data() + 4096, bytes.data(), bytes.size()) == 0);
+}
+
+TEST_CASE("a Data-out piece on a return stream from another node, or out of its stream's order, "
+          "is refused",
+          "[nodes]") {
+  fixture f{2};
+  char b[16] = {};
+  SECTION("another node's lane") {
+    auto streams = f.return_clients(f.n2);
+    std::vector<zmq::socket_t*> to{&streams[0], &streams[1]};
+    uint64_t piece = 1;
+    zmqs::send_data(to, wire::msg_type::data_out, 1, piece, 0, b, sizeof b);
+    CHECK_THAT(f.next_failure(), Contains("from node \"n2\", not n1 (forged)"));
+  }
+  SECTION("a gap") {
+    auto streams = f.return_clients(f.n1);
+    uint64_t piece = 3; // stream 0 carries 1, 3, 5, ...: 3 first is a gap
+    zmqs::send_data(std::vector<zmq::socket_t*>{&streams[0]}, wire::msg_type::data_out, 1, piece,
+                    0, b, sizeof b);
+    CHECK_THAT(f.next_failure(), Contains("data_out gap on return stream 0: expected piece 1"));
+  }
+  SECTION("a Data-done to a controller without return streams") {
+    fixture plain;
+    auto reports = plain.client(plain.n1);
+    zmqs::send(reports, {wire::msg_type::data_done, 1, 1}, wire::encode_data_done(1));
+    CHECK_THAT(plain.next_failure(), Contains("data_done from a lane without return streams"));
+  }
 }

@@ -107,6 +107,37 @@ TEST_CASE("a tensor of many pieces goes to a node, between nodes and back", "[no
   CHECK(y.to_vector() == back);
 }
 
+TEST_CASE("downloads from a node come back whole over none, one, three or eight return streams",
+          "[nodes]") {
+  cluster c;
+  node_process n1{"n1", c.k1, {c.ctl}};
+  for (std::size_t streams : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{8}}) {
+    INFO(streams << " streams");
+    auto opt = option(c, {&n1}, "n1/sim:0");
+    opt.node_streams = streams;
+    ag::runtime rt{opt};
+    const auto d = ag::parse_device("n1/sim:0");
+    const std::size_t n = (std::size_t{18} << 20) / sizeof(float) + 5; // 5 pieces
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i)
+      v[i] = static_cast<float>(i % 100003);
+    auto x = rt.from_vector({int64_t(n)}, v, d);
+    auto y = x + x;
+    // Two downloads in one batch, and the read of a device tensor.
+    auto hx = x.to(ag::device::cpu());
+    auto hy = y.to(ag::device::cpu());
+    const auto vx = hx.to_vector();
+    const auto vy = hy.to_vector();
+    REQUIRE(vx.size() == n);
+    bool same = true;
+    for (std::size_t i = 0; i < n && same; ++i)
+      same = vx[i] == v[i] && vy[i] == v[i] + v[i];
+    CHECK(same);
+    CHECK(y.to_vector() == vy);
+  }
+  CHECK(n1.stop() == 0);
+}
+
 TEST_CASE("a node serves one controller at a time and the next once the first is gone",
           "[nodes]") {
   cluster c;

@@ -808,6 +808,7 @@ struct board_rig {
   static ag::planner_setup with_board(ag::local_board& b) {
     auto s = setup_of();
     s.board = &b.board();
+    s.runners_see_board = true;
     return s;
   }
 };

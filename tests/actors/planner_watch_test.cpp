@@ -26,6 +26,7 @@ struct watch_rig {
   static ag::planner_setup with_board(ag::local_board& b) {
     auto s = setup_of(64 << 10, true);
     s.board = &b.board();
+    s.runners_see_board = true;
     s.progress_timeout = 0ms;
     return s;
   }

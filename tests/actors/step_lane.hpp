@@ -16,7 +16,7 @@ struct step_answers final : ag::runner_answers {
   std::vector<uint64_t> done_counts;
   std::vector<std::string> failures;
   uint64_t live = 0; // device bytes live after the last batch acknowledged
-  void done(uint32_t, uint64_t ops_done, uint64_t device_live) override {
+  void done(uint32_t, uint64_t ops_done, uint64_t, uint64_t device_live) override {
     done_counts.push_back(ops_done);
     live = device_live;
   }
