@@ -89,22 +89,32 @@ void executor_outbox::run(uint32_t lane, batch b) {
   self_->send(self_->state.lanes->stream(lane), execute_atom::value, std::move(b));
 }
 
+// Written here, on the ring or the sockets: no hop to another actor.
 void executor_outbox::broadcast(wire::execute_msg m) {
-  if (const auto& ring = self_->state.lanes->ring()) { // written here: no hop to the publisher
-    store_fence::release(); // the uploads stored for it
-    if (!ring->publish(wire::msg_type::execute, wire::encode(m)))
-      resend_later(self_);
-    return;
+  auto& st = self_->state;
+  store_fence::release(); // the uploads stored for it
+  try {
+    if (!st.lanes->publish(m))
+      resend_later(self_); // waits on the ring for room
+  } catch (const std::exception& e) { // a node lane's read beyond the store, a socket gone
+    st.plan->fail_remote(std::string{"broadcast failed: "} + e.what());
   }
-  // (The publisher answers nobody: an untyped actor, sent to anonymously.)
-  caf::anon_send(self_->state.lanes->publisher(), publish_atom::value, std::move(m));
+}
+
+// During start-up: a Hello every few milliseconds, so that each child knows its connections
+// are up.
+constexpr std::chrono::milliseconds hello_period{2};
+
+void say_hello(executor_self self) {
+  if (self->state.lanes->say_hello())
+    self->delayed_send(self, hello_period, hello_atom::value);
 }
 
 // While broadcasts wait for room on the ring (a child behind), looks again every millisecond,
 // and whenever a child reports reading or goes.
 void resend_later(executor_self self) {
   auto& st = self->state;
-  if (st.resend_scheduled || st.lanes->ring()->flush())
+  if (st.resend_scheduled || !st.lanes->ring() || st.lanes->ring()->flush())
     return;
   st.resend_scheduled = true;
   self->delayed_send(self, std::chrono::milliseconds{1}, resend_atom::value);
@@ -207,8 +217,7 @@ void on_down(executor_self self, const caf::down_msg& dm) {
   auto& st = self->state;
   const auto ev = st.lanes->on_down(dm);
   if (ev.kind == lane_topology::down_kind::service && !st.plan->stopping()) {
-    const bool pub = dm.source == st.lanes->publisher().address();
-    st.plan->fail_remote(std::string{pub ? "publisher" : "puller"} + " stopped: "
+    st.plan->fail_remote("puller stopped: "
                          + (dm.reason ? describe(dm.reason, "socket") : "exited"));
   } else if (ev.kind == lane_topology::down_kind::lane) {
     const auto dev = st.plan->lane(ev.lane).dev.str();
@@ -264,9 +273,10 @@ void start(executor_self self, executor_setup& setup) {
     tl->name_process(::getpid(), "controller");
     tl->name_track(::getpid(), 0, "executor");
   }
-  // The planner first: the trace's first record, before the publisher records its first Hello.
+  // The planner first: the trace's first record, before the first Hello is recorded.
   st.plan = std::make_unique<planner>(std::move(setup.plan), st.out);
   st.lanes = std::make_unique<lane_topology>(self, std::move(topo));
+  say_hello(self);
   self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
   self->attach_functor([actors = st.lanes->actors()](const caf::error&) {
     for (auto& a : actors)
@@ -429,6 +439,7 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
       linger(self);
     },
     [=](resend_atom) { resend(self); },
+    [=](hello_atom) { say_hello(self); },
     [&plan](submit_atom, std::vector<submission>& run, bool mark) {
       store_fence::acquire(); // a user's thread's last reads of what it releases
       for (auto& s : run) {
@@ -445,6 +456,7 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
       st.shutdown_waiter = self->make_response_promise();
       plan.stop();
       st.lanes->stop_lanes();
+      resend_later(self); // a Destroy that waits on the ring for room
       self->become(stopping(self));
       maybe_finish_shutdown(self);
       return caf::delegated<std::string>{};
@@ -486,6 +498,7 @@ executor_actor::behavior_type stopping(executor_self self) {
     [](ticket_atom, const ticket_slot_ptr& slot) { slot->fill({}); },
     [](submit_atom, std::vector<submission>&, bool) {},
     [=](resend_atom) { resend(self); },
+    [](hello_atom) {},
     [](shutdown_atom) -> caf::result<std::string> {
       return make_error(errc::bad_request, "shutdown: the executor is stopping already");
     },

@@ -4,9 +4,9 @@
 
 #include "actors/process_env.hpp"
 #include "actors/protocol.hpp"
-#include "actors/publisher.hpp"
 #include "actors/puller.hpp"
 #include "actors/runner_proxy.hpp"
+#include "actors/socket_publisher.hpp"
 #include "actors/stream_actor.hpp"
 #include "cuda/peer_directory.hpp"
 #include "ipc/ring_publisher.hpp"
@@ -24,6 +24,8 @@ void send_from(caf::local_actor* owner, const Handle& to, Ts&&... xs) {
 }
 
 } // namespace
+
+lane_topology::~lane_topology() = default;
 
 lane_topology::lane_topology(caf::local_actor* owner, topology_setup setup) : owner_(owner) {
   try {
@@ -48,11 +50,11 @@ void lane_topology::spawn(topology_setup& setup) {
       setup.board = &p.channel->board();
       pulled_to = nullptr;
     }
-    publisher_ = spawn_publisher(sys, p.zmq, p.pub_endpoint, setup.trace, ring_, p.network,
-                                 setup.store_base, setup.store_size);
+    publisher_ = std::make_unique<socket_publisher>(p.zmq, p.pub_endpoint, setup.trace, ring_,
+                                                    p.network, setup.store_base,
+                                                    setup.store_size);
     puller_ = spawn_puller(sys, p.zmq, p.pull_endpoint, me, p.network, setup.store_base,
                            setup.store_size, pulled_to);
-    owner->monitor(publisher_);
     owner->monitor(puller_);
   }
   // The children on nodes were started by their nodes (actors/node_client.hpp).
@@ -97,18 +99,24 @@ std::vector<caf::actor> lane_topology::actors() const {
   std::vector<caf::actor> all;
   for (const auto& l : lanes_)
     all.push_back(l.runner());
-  for (const auto* a : {&publisher_, &puller_})
-    if (*a)
-      all.push_back(*a);
+  if (puller_)
+    all.push_back(puller_);
   return all;
 }
 
+bool lane_topology::publish(wire::execute_msg& m) {
+  return publisher_->execute(wire::encode(m), &m);
+}
+
+bool lane_topology::publish(wire::bytes encoded) { return publisher_->execute(std::move(encoded)); }
+
+bool lane_topology::say_hello() { return publisher_ && publisher_->hello(); }
+
 lane_topology::down_event lane_topology::on_down(const caf::down_msg& dm) {
-  for (const auto* a : {&publisher_, &puller_})
-    if (*a && a->address() == dm.source) {
-      ++services_down_;
-      return {down_kind::service, 0};
-    }
+  if (puller_ && puller_.address() == dm.source) {
+    ++services_down_;
+    return {down_kind::service, 0};
+  }
   for (uint32_t l = 0; l < lanes_.size(); ++l)
     if (lanes_[l].runner().address() == dm.source && !lanes_[l].down) {
       lanes_[l].down = true;
@@ -126,12 +134,16 @@ bool lane_topology::lanes_down() const {
 
 void lane_topology::started() {
   if (publisher_)
-    send_from(owner_, publisher_, ready_atom::value); // no more Hellos
+    publisher_->started(); // no more Hellos
 }
 
 void lane_topology::stop_lanes() {
-  if (publisher_)
-    send_from(owner_, publisher_, destroy_atom::value);
+  if (publisher_) {
+    try {
+      publisher_->destroy();
+    } catch (const std::exception&) { // the children are stopped through their proxies too
+    }
+  }
   for (const auto& l : lanes_) {
     if (l.down)
       continue;
@@ -149,9 +161,9 @@ void lane_topology::kill_lanes() {
 }
 
 void lane_topology::stop_services() {
-  for (const auto* a : {&publisher_, &puller_})
-    if (*a)
-      owner_->send_exit(*a, caf::exit_reason::user_shutdown);
+  publisher_.reset();
+  if (puller_)
+    owner_->send_exit(puller_, caf::exit_reason::user_shutdown);
 }
 
 } // namespace ag

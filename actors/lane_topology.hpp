@@ -25,12 +25,14 @@
 #include "actors/process_setup.hpp"
 #include "actors/protocol.hpp"
 #include "actors/step_policy.hpp"
+#include "ipc/wire.hpp"
 
 namespace ag {
 
 class completion_board;
 class lane_streams;
 class ring_publisher;
+class socket_publisher;
 class timeline;
 
 namespace trace {
@@ -71,16 +73,22 @@ public:
     uint32_t lane = 0;
   };
 
-  // Spawns the publisher and puller (process mode) and every lane's runner, each monitored by
-  // owner.
+  // Makes the broadcast (process mode: a socket_publisher the owner's thread writes), spawns the
+  // puller (process mode) and every lane's runner, each monitored by owner.
   lane_topology(caf::local_actor* owner, topology_setup setup);
+  ~lane_topology();
 
   std::size_t lanes() const noexcept { return lanes_.size(); }
   bool remote(uint32_t l) const { return lanes_.at(l).remote; }
   // The runner of a lane in this process, and the proxy of a remote lane's child.
   const stream_actor& stream(uint32_t l) const { return lanes_.at(l).stream; }
   const runner_proxy_actor& proxy(uint32_t l) const { return lanes_.at(l).proxy; }
-  const caf::actor& publisher() const noexcept { return publisher_; }
+  // Broadcasts an Execute to the children (process mode), on the owner's thread: false when it
+  // waits on the ring for room (flush the ring later). Throws ag::error when it cannot be sent.
+  bool publish(wire::execute_msg& m);
+  bool publish(wire::bytes encoded); // an Execute already encoded (ag-replay)
+  // During start-up, every few milliseconds: a Hello; false once started (call no more).
+  bool say_hello();
   // The broadcast ring's writer on the shared-memory path (null on the socket path).
   const std::shared_ptr<ring_publisher>& ring() const noexcept { return ring_; }
   // Every actor it spawned (to stop them should the owner end unexpectedly).
@@ -89,16 +97,17 @@ public:
   // Marks what went down.
   down_event on_down(const caf::down_msg& dm);
   bool lanes_down() const;
-  bool services_down() const { return services_down_ == (publisher_ ? 2 : 0); }
+  bool services_down() const { return services_down_ == (puller_ ? 1 : 0); }
 
-  // Start-up is over: the publisher stops its Hellos.
+  // Start-up is over: no more Hellos.
   void started();
-  // The first step of shutdown: Destroy broadcast, every lane's runner told to stop.
+  // The first step of shutdown: Destroy broadcast (on the ring it may wait for room: flush the
+  // ring until it is out), every lane's runner told to stop.
   void stop_lanes();
   // Kills the runners of lanes not down yet (ag-replay, past its deadline).
   void kill_lanes();
-  // Stops the publisher and the puller (once every lane is down: the children's last words pass
-  // through them).
+  // Closes the broadcast and stops the puller (once every lane is down: the children's last
+  // words pass through it).
   void stop_services();
 
 private:
@@ -114,7 +123,7 @@ private:
   caf::local_actor* owner_;
   std::vector<lane_actor> lanes_;
   std::shared_ptr<ring_publisher> ring_;
-  caf::actor publisher_;
+  std::unique_ptr<socket_publisher> publisher_;
   caf::actor puller_;
   int services_down_ = 0;
 };

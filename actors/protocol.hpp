@@ -124,6 +124,7 @@ using executor_actor = caf::typed_actor<
   caf::reacts_to<wait_ready_atom, start_deadline_t>,
   caf::reacts_to<ticket_atom, operand_id, ticket_slot_ptr>,
   caf::reacts_to<ticket_atom, ticket_slot_ptr>, caf::reacts_to<resend_atom>,
+  caf::reacts_to<hello_atom>,
   caf::reacts_to<submit_atom, std::vector<submission>, bool>>;
 
 // One device's runner in this process (actors/stream_actor.hpp).

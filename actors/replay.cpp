@@ -22,6 +22,7 @@
 #include "graph/deadline.hpp"
 #include "graph/export_slot.hpp"
 #include "ipc/completion_board.hpp"
+#include "ipc/ring_publisher.hpp"
 #include "ipc/tensor_store.hpp"
 #include "ipc/trace.hpp"
 #include "ipc/wire.hpp"
@@ -206,9 +207,22 @@ private:
 
   // -- messages from the runners ------------------------------------------------------------------
 
-  // Handles one message, waiting at most until `deadline`; false when none came.
+  // Broadcasts an Execute (the owner of the topology writes it); a frame that finds no room on
+  // the ring waits in its queue, which pump() flushes.
+  void publish(wire::bytes body) { topo_->publish(std::move(body)); }
+
+  // Handles one message, waiting at most until `deadline`; false when none came by then. While
+  // start-up lasts it says a Hello every 2 ms, and while frames wait on the ring it flushes them
+  // every millisecond.
   bool pump(clock_type::time_point deadline) {
-    const auto left = std::max(deadline - clock_type::now(), clock_type::duration::zero());
+    auto until = deadline;
+    if (topo_) {
+      if (topo_->say_hello())
+        until = std::min(until, clock_type::now() + std::chrono::milliseconds{2});
+      if (const auto& ring = topo_->ring(); ring && !ring->flush())
+        until = std::min(until, clock_type::now() + std::chrono::milliseconds{1});
+    }
+    const auto left = std::max(until - clock_type::now(), clock_type::duration::zero());
     bool got = true;
     auto lane = [this](uint32_t l) -> replay_lane* {
       return l < lanes_.size() ? &lanes_[l] : nullptr;
@@ -240,9 +254,9 @@ private:
           l.down = dm.reason ? describe(dm.reason, l.dev.str()) : "exited";
         }
       },
-      caf::after(std::chrono::duration_cast<std::chrono::milliseconds>(left)) >>
+      caf::after(std::chrono::duration_cast<std::chrono::microseconds>(left)) >>
         [&] { got = false; });
-    return got;
+    return got || clock_type::now() < deadline;
   }
 
   // Handles answers of lane l until `enough` holds; a divergence when it does not by the deadline.
@@ -300,7 +314,7 @@ private:
     if (topo_->remote(x.b.lane)) {
       wire::execute_msg m;
       m.batches.push_back(x.b);
-      self_->send(topo_->publisher(), publish_atom::value, wire::encode(m));
+      publish(wire::encode(m));
     } else {
       self_->send(topo_->stream(x.b.lane), execute_atom::value, x.b);
     }
@@ -326,9 +340,9 @@ private:
         self_->send(topo_->stream(b.lane), execute_atom::value, b);
     }
     if (remote.batches.size() == m.batches.size() && !remote.batches.empty())
-      self_->send(topo_->publisher(), publish_atom::value, x.body); // the recorded bytes themselves
+      publish(x.body); // the recorded bytes themselves
     else if (!remote.batches.empty())
-      self_->send(topo_->publisher(), publish_atom::value, wire::encode(remote));
+      publish(wire::encode(remote));
   }
 
   void on(const trace::record& r, const trace::ack_rec& x) {
@@ -476,7 +490,7 @@ private:
         self_->send(topo_->stream(l), execute_atom::value, b);
     }
     if (!remote.batches.empty())
-      self_->send(topo_->publisher(), publish_atom::value, wire::encode(remote));
+      publish(wire::encode(remote));
     for (uint32_t l = 0; l < lanes_.size(); ++l) {
       if (batches[l].ops.empty())
         continue;
