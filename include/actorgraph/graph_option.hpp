@@ -95,10 +95,13 @@ struct graph_option {
   // The shared-memory path, or the sockets alone (above).
   ag::transport transport = ag::transport::shared_memory;
 
-  // The shared-memory path: every wait on it (a user's thread in sync() or to_vector(), a child
-  // waiting for its next batch) spins this long, then sleeps on a futex until it is woken or its
-  // deadline passes. Busy, a hand-off then costs a cache-line transfer (well under a microsecond);
-  // idle, nothing spins. 0: sleep at once. Longer than max_spin_wait (10 ms) is taken as
+  // Every wait on a completion board or the ring (a user's thread in sync() or to_vector(), a
+  // child waiting for its next batch) spins at most this long, then sleeps on a futex until it is
+  // woken or its deadline passes. Busy, a hand-off then costs a cache-line transfer (well under a
+  // microsecond); idle, nothing spins. Within it a wait spins only while a CPU stays free for the
+  // threads it waits for (at most usable CPUs - 1 spinners, from the affinity mask and a cgroup
+  // quota), and only as long as that thread's recent waits say spinning pays (a wait that outlasts
+  // the spin halves the next). 0: sleep at once. Longer than max_spin_wait (10 ms) is taken as
   // max_spin_wait: past it a wait sleeps, however large the value (microseconds::max() too).
   std::chrono::microseconds spin_wait{50};
 
