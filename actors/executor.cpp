@@ -89,6 +89,12 @@ void executor_outbox::run(uint32_t lane, batch b) {
   self_->send(self_->state.lanes->stream(lane), execute_atom::value, std::move(b));
 }
 
+// A broadcast that could not be sent fails every child's lane, as a frame no lane can be blamed
+// for does: by a message to itself, after the planner's dispatch that sent it has returned.
+void broadcast_failed(executor_self self, const std::string& what) {
+  self->send(self, failed_atom::value, no_lane, uint64_t{0}, "broadcast failed: " + what);
+}
+
 // Written here, on the ring or the sockets: no hop to another actor.
 void executor_outbox::broadcast(wire::execute_msg m) {
   auto& st = self_->state;
@@ -97,7 +103,7 @@ void executor_outbox::broadcast(wire::execute_msg m) {
     if (!st.lanes->publish(m))
       resend_later(self_); // waits on the ring for room
   } catch (const std::exception& e) { // a node lane's read beyond the store, a socket gone
-    st.plan->fail_remote(std::string{"broadcast failed: "} + e.what());
+    broadcast_failed(self_, e.what());
   }
 }
 
@@ -106,8 +112,12 @@ void executor_outbox::broadcast(wire::execute_msg m) {
 constexpr std::chrono::milliseconds hello_period{2};
 
 void say_hello(executor_self self) {
-  if (self->state.lanes->say_hello())
-    self->delayed_send(self, hello_period, hello_atom::value);
+  try {
+    if (self->state.lanes->say_hello())
+      self->delayed_send(self, hello_period, hello_atom::value);
+  } catch (const std::exception& e) {
+    broadcast_failed(self, e.what());
+  }
 }
 
 // While broadcasts wait for room on the ring (a child behind), looks again every millisecond,

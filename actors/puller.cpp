@@ -1,6 +1,9 @@
 #include "actors/puller.hpp"
 
 #include <cstring>
+#include <deque>
+#include <utility>
+#include <vector>
 #include <unordered_map>
 
 #include <caf/all.hpp>
@@ -33,6 +36,14 @@ struct puller_state {
   std::vector<zmq::socket_t> returns;
   std::unordered_map<uint32_t, std::vector<uint64_t>> return_last;
   completion_board* board = nullptr; // where the user's threads wait (null: they ask the executor)
+  // Lanes whose reports wait, behind a Data-done, for pieces still on their way: the last piece
+  // they wait for, until when, and what came after the Data-done (with whether over TCP).
+  struct parked_lane {
+    uint64_t upto = 0;
+    std::chrono::steady_clock::time_point deadline;
+    std::deque<std::pair<zmqs::received, bool>> held;
+  };
+  std::unordered_map<uint32_t, parked_lane> parked;
 
   static inline const char* name = "ag.puller";
 };
@@ -119,24 +130,77 @@ void drain_returns(puller_state& st, std::chrono::milliseconds wait) {
     zmqs::drain(st.returns[k], [&](zmqs::received& r) { take_piece(st, r, k); }, wait);
 }
 
-// Data-done: the lane's Done behind it is handled once its pieces are in the store.
-void await_pieces(puller_state& st, uint32_t lane, uint64_t upto) {
-  if (st.returns.empty())
-    throw lane_error(lane, "wire: data_done from a lane without return streams");
-  const auto deadline = std::chrono::steady_clock::now() + piece_wait;
-  while (!have_pieces(st, lane, upto)) {
-    if (std::chrono::steady_clock::now() > deadline)
-      throw lane_error(lane, "wire: data_done names piece " + std::to_string(upto) + " of lane "
-                               + std::to_string(lane) + ", which did not arrive within 30 s");
-    std::vector<zmq::socket_t*> socks;
-    for (auto& s : st.returns)
-      socks.push_back(&s);
-    if (!zmqs::wait_any(socks).empty())
-      drain_returns(st, std::chrono::milliseconds{0});
+// The lane a child's message speaks for (decoding its body where the lane is there).
+uint32_t lane_of(const zmqs::received& r) {
+  const auto* data = r.body.data();
+  const auto size = r.body.size();
+  switch (r.head.type) {
+    case wire::msg_type::ready: {
+      wire::ready_msg m;
+      wire::decode(data, size, m);
+      return m.lane;
+    }
+    case wire::msg_type::done: {
+      wire::done_msg m;
+      wire::decode(data, size, m);
+      return m.lane;
+    }
+    case wire::msg_type::failed: {
+      wire::failed_msg m;
+      wire::decode(data, size, m);
+      return m.lane;
+    }
+    case wire::msg_type::received: {
+      wire::received_msg m;
+      wire::decode(data, size, m);
+      return m.lane;
+    }
+    default:
+      return r.head.lane;
   }
 }
 
+void handle_now(puller_actor* self, zmqs::received& r, bool tcp);
+
+// A child's message: handled now, or held behind its lane's Data-done until the pieces it names
+// are in the store (the other lanes' reports go on meanwhile).
 void handle(puller_actor* self, zmqs::received& r, bool tcp) {
+  auto& parked = self->state.parked;
+  if (auto p = parked.find(lane_of(r)); p != parked.end()) {
+    p->second.held.emplace_back(std::move(r), tcp);
+    return;
+  }
+  handle_now(self, r, tcp);
+}
+
+// The lanes whose pieces are all in: their held reports, in order (one may hold its lane again).
+// A lane whose pieces did not come by its deadline is a protocol error of that lane.
+void release_parked(puller_actor* self) {
+  auto& st = self->state;
+  std::vector<uint32_t> ready;
+  for (const auto& [lane, p] : st.parked) {
+    if (have_pieces(st, lane, p.upto))
+      ready.push_back(lane);
+    else if (std::chrono::steady_clock::now() > p.deadline) {
+      const auto upto = p.upto;
+      const auto l = lane;
+      st.parked.erase(l); // what it held goes with the lane
+      throw lane_error(l, "wire: data_done names piece " + std::to_string(upto) + " of lane "
+                            + std::to_string(l) + ", which did not arrive within 30 s");
+    }
+  }
+  for (const uint32_t lane : ready) {
+    auto held = std::move(st.parked.at(lane).held);
+    st.parked.erase(lane);
+    while (!held.empty()) {
+      auto [r, tcp] = std::move(held.front());
+      held.pop_front();
+      handle(self, r, tcp);
+    }
+  }
+}
+
+void handle_now(puller_actor* self, zmqs::received& r, bool tcp) {
   auto& st = self->state;
   const auto* data = r.body.data();
   const auto size = r.body.size();
@@ -150,12 +214,17 @@ void handle(puller_actor* self, zmqs::received& r, bool tcp) {
       check(r.head.lane);
       store_piece(st, r);
       return;
-    case wire::msg_type::data_done:
+    case wire::msg_type::data_done: {
       check(r.head.lane);
       if (!tcp)
         throw lane_error(r.head.lane, "wire: data_done over the local socket");
-      await_pieces(st, r.head.lane, wire::decode_data_done(data, size));
+      if (st.returns.empty())
+        throw lane_error(r.head.lane, "wire: data_done from a lane without return streams");
+      const uint64_t upto = wire::decode_data_done(data, size);
+      if (!have_pieces(st, r.head.lane, upto)) // what follows waits for them
+        st.parked[r.head.lane] = {upto, std::chrono::steady_clock::now() + piece_wait, {}};
       return;
+    }
     case wire::msg_type::ready: {
       wire::ready_msg m;
       wire::decode(data, size, m);
@@ -203,9 +272,13 @@ void guarded(puller_actor* self, Take take) {
   try {
     take();
   } catch (const lane_error& e) {
+    if (st.board) // a waiting thread must not read the lane's next counts as success
+      st.board->failed(e.lane, 0);
     self->send(st.executor, failed_atom::value, e.lane, uint64_t{0},
                std::string{"protocol error from its child: "} + e.what());
   } catch (const std::exception& e) { // a frame no lane can be blamed for
+    if (st.board) // every ticket goes to the executor, which fails every child's lane
+      st.board->fault();
     self->send(st.executor, failed_atom::value, no_lane, uint64_t{0},
                std::string{"protocol error from a child: "} + e.what());
   }
@@ -250,6 +323,8 @@ caf::behavior puller(puller_actor* self, std::shared_ptr<zmq::context_t> ctx,
       else
         guarded(self, [&] { drain_returns(st, std::chrono::milliseconds{0}); });
     }
+    if (!st.parked.empty())
+      guarded(self, [&] { release_parked(self); });
   });
 }
 

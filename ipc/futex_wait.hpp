@@ -133,13 +133,13 @@ bool wait_until(wake_word& w, Done done, std::chrono::steady_clock::time_point d
   for (;;) {
     const uint32_t seen = w.changes.load(std::memory_order_seq_cst);
     if (done()) {
-      if (policy.learner != nullptr)
+      if (policy.learner != nullptr && policy.spin.count() > 0) // a wait with no spin teaches nothing
         policy.learner->slept(clock::now() - start, policy.spin);
       return true;
     }
     const auto now = clock::now();
     if (now >= deadline) {
-      if (policy.learner != nullptr && now - start > policy.spin)
+      if (policy.learner != nullptr && policy.spin.count() > 0 && now - start > policy.spin)
         policy.learner->slept(now - start, policy.spin); // long: spinning would not have paid
       return false;
     }

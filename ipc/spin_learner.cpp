@@ -14,8 +14,8 @@ std::chrono::nanoseconds spin_learner::allowance(std::chrono::nanoseconds bound)
 }
 
 void spin_learner::caught(std::chrono::nanoseconds waited) noexcept {
-  if (allow_ns_ >= 0)
-    allow_ns_ = std::max(allow_ns_, 2 * waited.count());
+  if (allow_ns_ >= 0) // at least `least`: a probe that caught its wait keeps the waiter spinning
+    allow_ns_ = std::max({allow_ns_, 2 * waited.count(), least.count()});
 }
 
 void spin_learner::slept(std::chrono::nanoseconds waited, std::chrono::nanoseconds bound) noexcept {

@@ -35,6 +35,7 @@
 #include "actors/quiet_pool.hpp"
 #include "actors/pusher.hpp"
 #include "actors/ring_reader.hpp"
+#include "actors/stream_actor.hpp"
 #include "actors/subscriber.hpp"
 #include "ipc/shm_channel.hpp"
 #include "ipc/sub_process_sync.hpp"
@@ -106,6 +107,8 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
       node = ag::node_child{args.curve_server_key, args.curve_public, args.curve_secret,
                             args.data_endpoints, args.return_endpoints, store.base(),
                             store.size()};
+    auto pusher = ag::spawn_pusher(sys, ctx, args.pull_endpoint, args.lane, args.where,
+                                   node ? &*node : nullptr);
     const bool pin = args.where.type == ag::device::kind::cuda;
     ag::export_wait_policy exports;
     exports.timeout = std::chrono::milliseconds{cfg.export_wait_ms};
@@ -113,17 +116,8 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
     steps.enabled = args.graphs;
     steps.max_graphs = static_cast<std::size_t>(args.max_graphs);
     steps.capture_after = args.graph_after;
-    ag::subscriber_setup ss;
-    ss.ctx = ctx;
-    ss.endpoint = args.pub_endpoint;
-    ss.lane = args.lane;
-    ss.main = caf::actor_cast<caf::actor>(self);
-    ss.node = node;
-    caf::actor stream; // what runs the batches
-    caf::actor pusher; // the shared-memory path: what reports
-    caf::actor subscriber;
+    caf::actor stream;
     if (channel) { // the ring reader runs the batches; the socket carries the Hellos
-      pusher = ag::spawn_pusher(sys, ctx, args.pull_endpoint, args.lane, args.where);
       ag::ring_reader_setup rs;
       rs.runner = {args.lane, args.where, store.base(), store.size(), pin, timeline,
                    &channel->board()};
@@ -134,17 +128,16 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
       rs.runner.exports.spin = rs.spin;
       rs.runner.steps = steps;
       stream = ag::spawn_ring_reader(sys, std::move(rs), pusher, caf::actor_cast<caf::actor>(self));
-      ss.pusher = pusher;
-      subscriber = ag::spawn_subscriber(sys, std::move(ss));
-    } else { // the subscriber runs the batches and reports itself
-      ag::batch_runner_setup rs{args.lane, args.where, store.base(), store.size(), pin, timeline};
-      rs.exports = exports;
-      rs.steps = steps;
-      ss.runner = std::move(rs);
-      ss.pull_endpoint = args.pull_endpoint;
-      stream = subscriber = ag::spawn_subscriber(sys, std::move(ss));
+    } else {
+      stream = caf::actor_cast<caf::actor>(ag::spawn_stream_actor(
+        sys, caf::actor_cast<ag::runner_answers_actor>(pusher), args.lane, args.where,
+        store.base(), store.size(), pin, timeline, nullptr, {}, nullptr, exports, nullptr, steps));
     }
     self->monitor(stream);
+    auto subscriber = ag::spawn_subscriber(sys, ctx, args.pub_endpoint, args.lane,
+                                           channel ? caf::actor{} : stream, pusher,
+                                           caf::actor_cast<caf::actor>(self),
+                                           node ? &*node : nullptr);
     sync.notify_started();
     bool running = true;
     while (running) {
@@ -167,8 +160,7 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
         running = false;
     }
     for (auto& a : {subscriber, stream, pusher})
-      if (a)
-        self->send_exit(a, caf::exit_reason::user_shutdown);
+      self->send_exit(a, caf::exit_reason::user_shutdown);
   } // the actor system waits for its actors; the pusher's linger lets last messages out
   if (timeline) { // the controller merges it once this process has exited
     try {

@@ -177,3 +177,32 @@ TEST_CASE("a Data-out piece on a return stream from another node, or out of its 
     CHECK_THAT(plain.next_failure(), Contains("data_done from a lane without return streams"));
   }
 }
+
+TEST_CASE("a lane waiting behind its Data-done for pieces does not hold another lane's reports",
+          "[nodes]") {
+  fixture f{2};
+  auto from_n1 = f.client(f.n1);
+  auto from_n2 = f.client(f.n2);
+  auto n1_streams = f.return_clients(f.n1);
+  // Lane 1 names two pieces it has not sent yet; lane 2's Done comes behind.
+  zmqs::send(from_n1, {wire::msg_type::data_done, 1, 1}, wire::encode_data_done(2));
+  send_done(from_n1, 1, 2);
+  std::this_thread::sleep_for(50ms);
+  send_done(from_n2, 2, 1);
+  uint32_t first_lane = 0;
+  f.executor->receive([&](ag::done_atom, uint32_t l, uint64_t, uint64_t, uint64_t) { first_lane = l; },
+                      caf::after(5s) >> [] {});
+  CHECK(first_lane == 2);
+  char b[4000];
+  for (std::size_t i = 0; i < sizeof b; ++i)
+    b[i] = static_cast<char>(i);
+  std::vector<zmq::socket_t*> to{&n1_streams[0], &n1_streams[1]};
+  uint64_t piece = 1;
+  zmqs::send_data(to, wire::msg_type::data_out, 1, piece, 8192, b, 2000);
+  zmqs::send_data(to, wire::msg_type::data_out, 1, piece, 8192 + 2000, b + 2000, 2000);
+  uint32_t then = 0;
+  f.executor->receive([&](ag::done_atom, uint32_t l, uint64_t, uint64_t, uint64_t) { then = l; },
+                      caf::after(5s) >> [] {});
+  CHECK(then == 1);
+  CHECK(std::memcmp(f.store.data() + 8192, b, sizeof b) == 0);
+}

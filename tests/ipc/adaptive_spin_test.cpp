@@ -199,6 +199,22 @@ TEST_CASE("a learner spins again once waits are short again", "[spin]") {
   CHECK(l.allowance(50us) == 30us);
 }
 
+TEST_CASE("a probe that catches its wait keeps the waiter spinning, and a wait with no spin "
+          "teaches nothing",
+          "[spin]") {
+  spin_learner l;
+  for (int i = 0; i < 10; ++i)
+    l.missed(50us);
+  REQUIRE(l.current() < spin_learner::least);
+  l.caught(100ns); // a probe caught its wait at once
+  CHECK(l.allowance(50us) >= spin_learner::least);
+  spin_learner untouched;
+  ag::wake_word w;
+  CHECK_FALSE(ag::wait_until(w, [] { return false; }, std::chrono::steady_clock::now() + 2ms,
+                             spin_policy{0ns, {}, &untouched}));
+  CHECK(untouched.current() < 0ns); // still the bound: it never spun
+}
+
 TEST_CASE("wait_until teaches its learner; spin_until counts an empty spin as a miss", "[spin]") {
   ag::wake_word w;
   std::atomic<int> flag{0};
