@@ -130,33 +130,21 @@ void drain_returns(puller_state& st, std::chrono::milliseconds wait) {
     zmqs::drain(st.returns[k], [&](zmqs::received& r) { take_piece(st, r, k); }, wait);
 }
 
+template <class Msg>
+uint32_t decoded_lane(const zmqs::received& r) {
+  Msg m;
+  wire::decode(r.body.data(), r.body.size(), m);
+  return m.lane;
+}
+
 // The lane a child's message speaks for (decoding its body where the lane is there).
 uint32_t lane_of(const zmqs::received& r) {
-  const auto* data = r.body.data();
-  const auto size = r.body.size();
   switch (r.head.type) {
-    case wire::msg_type::ready: {
-      wire::ready_msg m;
-      wire::decode(data, size, m);
-      return m.lane;
-    }
-    case wire::msg_type::done: {
-      wire::done_msg m;
-      wire::decode(data, size, m);
-      return m.lane;
-    }
-    case wire::msg_type::failed: {
-      wire::failed_msg m;
-      wire::decode(data, size, m);
-      return m.lane;
-    }
-    case wire::msg_type::received: {
-      wire::received_msg m;
-      wire::decode(data, size, m);
-      return m.lane;
-    }
-    default:
-      return r.head.lane;
+    case wire::msg_type::ready: return decoded_lane<wire::ready_msg>(r);
+    case wire::msg_type::done: return decoded_lane<wire::done_msg>(r);
+    case wire::msg_type::failed: return decoded_lane<wire::failed_msg>(r);
+    case wire::msg_type::received: return decoded_lane<wire::received_msg>(r);
+    default: return r.head.lane;
   }
 }
 
