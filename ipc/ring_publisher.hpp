@@ -5,8 +5,8 @@
 // trace as a published frame is. A frame that finds no room (a child behind) waits in a queue,
 // in order, until flush() finds room: the ring never overwrites what a child has not read, and the
 // planner's bound on what a child may be behind (graph_option::max_queued_bytes) holds the
-// submitters back long before the queue grows large. Thread-safe: the executor writes Execute
-// frames and the publisher actor its Destroy (and ag-replay's Execute frames).
+// submitters back long before the queue grows large. Thread-safe, though one thread writes it
+// now: the owner of the lane topology (the executor, or ag-replay), Execute frames and Destroy.
 #pragma once
 
 #include <atomic>
