@@ -154,6 +154,10 @@ void handle_now(puller_actor* self, zmqs::received& r, bool tcp);
 // are in the store (the other lanes' reports go on meanwhile).
 void handle(puller_actor* self, zmqs::received& r, bool tcp) {
   auto& parked = self->state.parked;
+  if (parked.empty()) { // the common case: nothing to decode twice
+    handle_now(self, r, tcp);
+    return;
+  }
   if (auto p = parked.find(lane_of(r)); p != parked.end()) {
     p->second.held.emplace_back(std::move(r), tcp);
     return;
