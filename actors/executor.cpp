@@ -109,12 +109,10 @@ void executor_outbox::broadcast(wire::execute_msg m) {
 
 // During start-up: a Hello every few milliseconds, so that each child knows its connections
 // are up.
-constexpr std::chrono::milliseconds hello_period{2};
-
 void say_hello(executor_self self) {
   try {
     if (self->state.lanes->say_hello())
-      self->delayed_send(self, hello_period, hello_atom::value);
+      self->delayed_send(self, lane_topology::hello_period, hello_atom::value);
   } catch (const std::exception& e) {
     broadcast_failed(self, e.what());
   }

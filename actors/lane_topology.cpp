@@ -112,6 +112,16 @@ bool lane_topology::publish(wire::bytes encoded) { return publisher_->execute(st
 
 bool lane_topology::say_hello() { return publisher_ && publisher_->hello(); }
 
+std::chrono::steady_clock::time_point lane_topology::tend() {
+  const auto now = std::chrono::steady_clock::now();
+  auto next = std::chrono::steady_clock::time_point::max();
+  if (say_hello())
+    next = now + hello_period;
+  if (ring_ && !ring_->flush())
+    next = std::min(next, now + std::chrono::milliseconds{1});
+  return next;
+}
+
 lane_topology::down_event lane_topology::on_down(const caf::down_msg& dm) {
   if (puller_ && puller_.address() == dm.source) {
     ++services_down_;

@@ -87,8 +87,13 @@ public:
   // waits on the ring for room (flush the ring later). Throws ag::error when it cannot be sent.
   bool publish(wire::execute_msg& m);
   bool publish(wire::bytes encoded); // an Execute already encoded (ag-replay)
-  // During start-up, every few milliseconds: a Hello; false once started (call no more).
+  // During start-up, every hello_period: a Hello; false once started (call no more).
+  static constexpr std::chrono::milliseconds hello_period{2};
   bool say_hello();
+  // For an owner that takes its messages in a receive loop (ag-replay): says a Hello while
+  // start-up lasts and flushes frames waiting on the ring for room; by when to call it again
+  // (time_point::max(): nothing waits).
+  std::chrono::steady_clock::time_point tend();
   // The broadcast ring's writer on the shared-memory path (null on the socket path).
   const std::shared_ptr<ring_publisher>& ring() const noexcept { return ring_; }
   // Every actor it spawned (to stop them should the owner end unexpectedly).

@@ -22,7 +22,6 @@
 #include "graph/deadline.hpp"
 #include "graph/export_slot.hpp"
 #include "ipc/completion_board.hpp"
-#include "ipc/ring_publisher.hpp"
 #include "ipc/tensor_store.hpp"
 #include "ipc/trace.hpp"
 #include "ipc/wire.hpp"
@@ -207,21 +206,10 @@ private:
 
   // -- messages from the runners ------------------------------------------------------------------
 
-  // Broadcasts an Execute (the owner of the topology writes it); a frame that finds no room on
-  // the ring waits in its queue, which pump() flushes.
-  void publish(wire::bytes body) { topo_->publish(std::move(body)); }
-
-  // Handles one message, waiting at most until `deadline`; false when none came by then. While
-  // start-up lasts it says a Hello every 2 ms, and while frames wait on the ring it flushes them
-  // every millisecond.
+  // Handles one message, waiting at most until `deadline`; false when none came by then. Between
+  // messages it tends the broadcast (Hellos during start-up, frames waiting on the ring).
   bool pump(clock_type::time_point deadline) {
-    auto until = deadline;
-    if (topo_) {
-      if (topo_->say_hello())
-        until = std::min(until, clock_type::now() + std::chrono::milliseconds{2});
-      if (const auto& ring = topo_->ring(); ring && !ring->flush())
-        until = std::min(until, clock_type::now() + std::chrono::milliseconds{1});
-    }
+    const auto until = topo_ ? std::min(deadline, topo_->tend()) : deadline;
     const auto left = std::max(until - clock_type::now(), clock_type::duration::zero());
     bool got = true;
     auto lane = [this](uint32_t l) -> replay_lane* {
@@ -314,7 +302,7 @@ private:
     if (topo_->remote(x.b.lane)) {
       wire::execute_msg m;
       m.batches.push_back(x.b);
-      publish(wire::encode(m));
+      topo_->publish(wire::encode(m));
     } else {
       self_->send(topo_->stream(x.b.lane), execute_atom::value, x.b);
     }
@@ -340,9 +328,9 @@ private:
         self_->send(topo_->stream(b.lane), execute_atom::value, b);
     }
     if (remote.batches.size() == m.batches.size() && !remote.batches.empty())
-      publish(x.body); // the recorded bytes themselves
+      topo_->publish(x.body); // the recorded bytes themselves
     else if (!remote.batches.empty())
-      publish(wire::encode(remote));
+      topo_->publish(wire::encode(remote));
   }
 
   void on(const trace::record& r, const trace::ack_rec& x) {
@@ -490,7 +478,7 @@ private:
         self_->send(topo_->stream(l), execute_atom::value, b);
     }
     if (!remote.batches.empty())
-      publish(wire::encode(remote));
+      topo_->publish(wire::encode(remote));
     for (uint32_t l = 0; l < lanes_.size(); ++l) {
       if (batches[l].ops.empty())
         continue;

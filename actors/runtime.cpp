@@ -363,7 +363,7 @@ public:
   void sync() override {
     if (fork_.forked())
       fork_.refuse("sync");
-    if (board_ && sync_on_board())
+    if (board_ && board_waits_->sync(*ticket())) // every entry before acknowledged, on the board
       return;
     if (board_ && stopped_)
       throw error("sync: the runtime was destroyed while it waited");
@@ -436,7 +436,7 @@ private:
       fork_.refuse(what);
     std::optional<uint64_t> fast;
     if (board_) {
-      fast = read_on_board(what, id);
+      fast = board_waits_->read(*ticket(id), what); // nullopt: the executor answers
       if (!fast && stopped_)
         throw error(what + ": the runtime was destroyed while it waited");
     }
@@ -457,21 +457,14 @@ private:
 
   // -- the shared-memory path: waits answered on the completion board ------------------------------
 
-  // The tensor's store offset once its writer ran, watched on the board: nullopt when the
-  // executor must answer (no ticket; a failure or the runtime's end came first).
-  std::optional<uint64_t> read_on_board(const std::string& what, operand_id id) {
-    const auto slot = std::make_shared<ticket_slot>();
+  // The slot the executor leaves the ticket of a wait in (`xs`: what is waited for, nothing for a
+  // sync), asked for after what this thread submitted before.
+  template <class... Ts>
+  ticket_slot_ptr ticket(Ts... xs) {
+    auto slot = std::make_shared<ticket_slot>();
     submits_.flush();
-    caf::anon_send(executor_, ticket_atom::value, id, slot);
-    return board_waits_->read(*slot, what);
-  }
-
-  // True once every entry submitted before was acknowledged, watched on the board.
-  bool sync_on_board() {
-    const auto slot = std::make_shared<ticket_slot>();
-    submits_.flush();
-    caf::anon_send(executor_, ticket_atom::value, slot);
-    return board_waits_->sync(*slot);
+    caf::anon_send(executor_, ticket_atom::value, xs..., slot);
+    return slot;
   }
 
   uint32_t lane_of(const device& d) const noexcept {
