@@ -28,6 +28,19 @@ using ag::spin_seat;
 using namespace std::chrono_literals;
 namespace cb = ag::cpu_budget;
 
+namespace {
+
+// Sets `flag` after `delay` on a thread of its own and wakes the waiters of `w`.
+std::thread set_after(std::atomic<int>& flag, ag::wake_word& w, std::chrono::milliseconds delay) {
+  return std::thread{[&flag, &w, delay] {
+    std::this_thread::sleep_for(delay);
+    flag.store(1, std::memory_order_release);
+    ag::notify_all(w);
+  }};
+}
+
+} // namespace
+
 // -- cpu_budget -----------------------------------------------------------------------------------
 
 TEST_CASE("cgroup v2 cpu.max and v1 quotas give the CPUs they allow", "[spin]") {
@@ -223,11 +236,7 @@ TEST_CASE("wait_until teaches its learner; spin_until counts an empty spin as a 
   // Waits that end long after the bound: the spin shrinks to nothing.
   for (int i = 0; i < 8; ++i) {
     flag = 0;
-    std::thread writer{[&] {
-      std::this_thread::sleep_for(3ms);
-      flag.store(1, std::memory_order_release);
-      ag::notify_all(w);
-    }};
+    auto writer = set_after(flag, w, 3ms);
     CHECK(ag::wait_until(
       w, [&] { return flag.load(std::memory_order_acquire) != 0; },
       std::chrono::steady_clock::now() + 10s, learning));
@@ -250,18 +259,27 @@ TEST_CASE("wait_until teaches its learner; spin_until counts an empty spin as a 
 TEST_CASE("a wait denied a seat sleeps at once and still wakes when done", "[spin]") {
   local_board lb{2};
   auto& board = lb.board();
-  board.count_cpus(1);
   ag::wake_word w;
-  std::atomic<int> flag{0};
-  std::thread writer{[&] {
-    std::this_thread::sleep_for(5ms);
-    flag.store(1, std::memory_order_release);
-    ag::notify_all(w);
-  }};
-  CHECK(ag::wait_until(
-    w, [&] { return flag.load(std::memory_order_acquire) != 0; },
-    std::chrono::steady_clock::now() + 10s, spin_policy{10ms, board.seat(1)}));
-  writer.join();
+  // How often a wait of 5 ms with a 10 ms spin looks: thousands of times spinning, a handful
+  // asleep (once per wake-up or 100 ms slice).
+  auto looks = [&](ag::spin_seat_ref seat) {
+    std::atomic<int> flag{0};
+    int calls = 0;
+    auto writer = set_after(flag, w, 5ms);
+    const bool done = ag::wait_until(
+      w,
+      [&] {
+        ++calls;
+        return flag.load(std::memory_order_acquire) != 0;
+      },
+      std::chrono::steady_clock::now() + 10s, spin_policy{10ms, seat});
+    writer.join();
+    CHECK(done);
+    return calls;
+  };
+  CHECK(looks(board.seat(1)) > 100); // no CPUs counted: it spins
+  board.count_cpus(1);
+  CHECK(looks(board.seat(1)) < 20); // one CPU: it sleeps at once
   CHECK(board.spinning() == 0);
   CHECK_FALSE(ag::spin_until([] { return false; }, spin_policy{10ms, board.seat()}));
 }
