@@ -29,19 +29,24 @@ constexpr uint64_t max_unconfirmed_ops = 4096;
 // that wait for nothing but an acknowledgement. An eighth of the store per runner.
 constexpr uint64_t store_share = 8;
 
-// While it lasts, the board shows the operator (or synchronize) the runner is inside: the
-// controller's watchdog counts a child busy there as making progress as long as the child's
-// heartbeat goes on, though it reads nothing meanwhile.
+// While it lasts, the board shows the operator (or synchronize) the runner is inside, and so does
+// the runner's mark for its child's main thread on the sockets (which pulses it to the
+// controller): the controller's watchdog counts a child busy there as making progress as long as
+// the child's heartbeat goes on, though it reads nothing meanwhile.
 class running_mark {
 public:
-  running_mark(completion_board* board, uint32_t lane, uint64_t index) noexcept
-    : board_(board), lane_(lane) {
+  running_mark(const batch_runner_setup& s, uint64_t index) noexcept
+    : board_(s.board), lane_(s.lane), mark_(s.running) {
     if (board_)
       board_->running(lane_, index);
+    if (mark_)
+      mark_->store(index, std::memory_order_relaxed);
   }
   ~running_mark() {
     if (board_)
       board_->running(lane_, 0);
+    if (mark_)
+      mark_->store(0, std::memory_order_relaxed);
   }
   running_mark(const running_mark&) = delete;
   running_mark& operator=(const running_mark&) = delete;
@@ -49,6 +54,7 @@ public:
 private:
   completion_board* board_;
   uint32_t lane_;
+  std::atomic<uint64_t>* mark_;
 };
 
 } // namespace
@@ -140,7 +146,7 @@ void batch_runner::acknowledge(std::size_t count, bool always) {
     try {
       launched_ = false;
       const uint64_t last = pending_.empty() ? 0 : pending_.back().ops_after;
-      const running_mark mark{setup_.board, setup_.lane, std::max<uint64_t>(last, 1)};
+      const running_mark mark{setup_, std::max<uint64_t>(last, 1)};
       stream_->synchronize();
       store_fence::release(); // what the stream wrote and read is the executor's again
     } catch (const std::exception& e) {
@@ -186,7 +192,7 @@ batch_runner::outcome batch_runner::run_batch(const batch& b, bool release) {
         await_lane(b.ops[i], index, launched);
         launched = false;
       } else {
-        const running_mark mark{setup_.board, setup_.lane, index};
+        const running_mark mark{setup_, index};
         running_index_ = index;
         running_launched_ = launched;
         runner_->run(b.ops[i]);
@@ -229,7 +235,7 @@ void batch_runner::await_lane(const op_desc& op, uint64_t index, bool launched) 
   publish_before(index, launched);
   if (failed_) // its stream failed: the lane runs nothing more
     return;
-  const running_mark mark{board, setup_.lane, index};
+  const running_mark mark{setup_, index};
   using clock = std::chrono::steady_clock;
   const auto timeout = setup_.exports.timeout;
   auto deadline_from = [&](clock::time_point t) {
@@ -268,7 +274,7 @@ void batch_runner::publish_before(uint64_t index, bool launched) {
     acknowledge(pending_.size()); // synchronizes, this batch's launches included
   } else if (launched_) {
     launched_ = false;
-    const running_mark mark{setup_.board, setup_.lane, index - 1};
+    const running_mark mark{setup_, index - 1};
     stream_->synchronize(); // throws: the await fails, as the operator that was launched last
     store_fence::release();
   }

@@ -1,7 +1,8 @@
-// child_pulse: what the progress watchdog (actors/planner_watch.cpp) makes of one look at a child
-// on the shared-memory path, where a child reads its broadcasts and runs each batch on one thread:
-// while it is inside one long operator it reads nothing, and only the completion board shows that
-// it is alive. One per remote lane; it remembers the heartbeat it saw at the last look.
+// child_pulse: what the progress watchdog (actors/planner_watch.cpp) makes of one look at a child,
+// which reads its broadcasts and runs each batch on one thread: while it is inside one long
+// operator it reads nothing, and only the completion board shows that it is alive (written by the
+// child on the shared-memory path, by the puller from the child's Pulses on the sockets). One per
+// remote lane; it remembers the heartbeat it saw at the last look.
 #pragma once
 
 #include <cstdint>

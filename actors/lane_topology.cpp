@@ -54,7 +54,7 @@ void lane_topology::spawn(topology_setup& setup) {
                                                     p.network, setup.store_base,
                                                     setup.store_size);
     puller_ = spawn_puller(sys, p.zmq, p.pull_endpoint, me, p.network, setup.store_base,
-                           setup.store_size, pulled_to);
+                           setup.store_size, pulled_to, setup.timeline);
     owner->monitor(puller_);
   }
   // The children on nodes were started by their nodes (actors/node_client.hpp).

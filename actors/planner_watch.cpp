@@ -67,9 +67,10 @@ void planner::schedule_progress_check() {
 // The watchdog: a child behind in reading its broadcasts that read none and acknowledged nothing
 // for progress_timeout is failed and killed (which drops what the PUB socket queued for it).
 // A child that is slow but reading is left alone, however far behind; so is one that the board
-// shows inside an operator with its heartbeat going (the shared-memory path, where one thread
-// reads and runs: a long operator holds its reading back, and only SIGSTOP or death stops the
-// beat).
+// shows inside an operator with its heartbeat going (one thread reads and runs, so a long
+// operator holds its reading back, and only SIGSTOP or death stops the beat). On the
+// shared-memory path the child writes both on the board itself; on the sockets its main thread
+// pulses them and the puller writes them there (actors/pulse_pusher.hpp).
 void planner::check_progress() {
   progress_check_scheduled_ = false;
   const auto now = std::chrono::steady_clock::now();

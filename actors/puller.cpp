@@ -6,6 +6,8 @@
 #include <vector>
 #include <unordered_map>
 
+#include <unistd.h>
+
 #include <caf/all.hpp>
 
 #include "actorgraph/error.hpp"
@@ -14,6 +16,7 @@
 #include "actors/protocol.hpp"
 #include "ipc/completion_board.hpp"
 #include "ipc/descriptors.hpp"
+#include "ipc/timeline.hpp"
 #include "ipc/wire.hpp"
 #include "ipc/zmq_sockets.hpp"
 
@@ -36,6 +39,7 @@ struct puller_state {
   std::vector<zmq::socket_t> returns;
   std::unordered_map<uint32_t, std::vector<uint64_t>> return_last;
   completion_board* board = nullptr; // where the user's threads wait (null: they ask the executor)
+  std::shared_ptr<ag::timeline> timeline; // null: no instants
   // Lanes whose reports wait, behind a Data-done, for pieces still on their way: the last piece
   // they wait for, until when, and what came after the Data-done (with whether over TCP).
   struct parked_lane {
@@ -154,7 +158,8 @@ void handle_now(puller_actor* self, zmqs::received& r, bool tcp);
 // are in the store (the other lanes' reports go on meanwhile).
 void handle(puller_actor* self, zmqs::received& r, bool tcp) {
   auto& parked = self->state.parked;
-  if (parked.empty()) { // the common case: nothing to decode twice
+  // The common case: nothing to decode twice. A pulse is only a sign of life: never held.
+  if (parked.empty() || r.head.type == wire::msg_type::pulse) {
     handle_now(self, r, tcp);
     return;
   }
@@ -192,6 +197,15 @@ void release_parked(puller_actor* self) {
   }
 }
 
+// An instant on the puller's track: when an acknowledgement of `lane` reached the controller.
+void mark(puller_state& st, const char* what, uint32_t lane, uint64_t ops) {
+  if (!st.timeline)
+    return;
+  const auto now = timeline::clock::now();
+  st.timeline->span(::getpid(), puller_track, what, "puller", now, now,
+                    {{"lane", std::to_string(lane), true}, {"ops", std::to_string(ops), true}});
+}
+
 void handle_now(puller_actor* self, zmqs::received& r, bool tcp) {
   auto& st = self->state;
   const auto* data = r.body.data();
@@ -202,6 +216,22 @@ void handle_now(puller_actor* self, zmqs::received& r, bool tcp) {
     check_sequence(st, lane, r.head.id);
   };
   switch (r.head.type) {
+    case wire::msg_type::pulse: { // the child's main thread, on a socket of its own: no order
+      if (r.head.lane == cpu_lane)
+        throw error("wire: a child's pulse names lane 0, the controller's cpu");
+      check_sender(st, r.head.lane, user, tcp);
+      uint64_t running = 0;
+      try {
+        running = wire::decode_pulse(data, size);
+      } catch (const std::exception& e) {
+        throw lane_error(r.head.lane, e.what());
+      }
+      if (st.board && r.head.lane < st.board->lanes()) { // the watchdog's look (child_pulse)
+        st.board->running(r.head.lane, running);
+        st.board->beat(r.head.lane);
+      }
+      return;
+    }
     case wire::msg_type::data_out:
       check(r.head.lane);
       store_piece(st, r);
@@ -228,6 +258,7 @@ void handle_now(puller_actor* self, zmqs::received& r, bool tcp) {
       wire::done_msg m;
       wire::decode(data, size, m);
       check(m.lane);
+      mark(st, "done", m.lane, m.ops_done);
       if (st.board) { // the user's waiting threads see it now; the executor right after
         st.board->completed(m.lane, m.ops_done, m.entries);
         st.board->notify();
@@ -239,6 +270,7 @@ void handle_now(puller_actor* self, zmqs::received& r, bool tcp) {
       wire::failed_msg m;
       wire::decode(data, size, m);
       check(m.lane);
+      mark(st, "failed", m.lane, m.index);
       if (st.board) // before any count after it: a count past the failure is never success
         st.board->failed(m.lane, m.index);
       self->send(st.executor, failed_atom::value, m.lane, m.index, std::move(m.what));
@@ -283,11 +315,15 @@ void drain(puller_actor* self, zmq::socket_t& sock, bool tcp, std::chrono::milli
 caf::behavior puller(puller_actor* self, std::shared_ptr<zmq::context_t> ctx,
                      const std::string& endpoint, caf::actor executor,
                      std::shared_ptr<network_setup> network, std::byte* store_base,
-                     std::size_t store_size, completion_board* board) {
+                     std::size_t store_size, completion_board* board,
+                     std::shared_ptr<ag::timeline> timeline) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
   st.executor = std::move(executor);
   st.board = board;
+  st.timeline = std::move(timeline);
+  if (st.timeline)
+    st.timeline->name_track(::getpid(), puller_track, "puller");
   try {
     st.sock = zmqs::puller(*st.ctx, endpoint);
   } catch (const zmq::error_t& e) { // no descriptor left, most likely: the runtime fails, saying so
@@ -325,9 +361,11 @@ caf::behavior puller(puller_actor* self, std::shared_ptr<zmq::context_t> ctx,
 caf::actor spawn_puller(caf::actor_system& sys, std::shared_ptr<zmq::context_t> ctx,
                         std::string endpoint, caf::actor executor,
                         std::shared_ptr<network_setup> network, std::byte* store_base,
-                        std::size_t store_size, completion_board* board) {
+                        std::size_t store_size, completion_board* board,
+                        std::shared_ptr<timeline> timeline) {
   return sys.spawn<caf::detached>(puller, std::move(ctx), std::move(endpoint), std::move(executor),
-                                  std::move(network), store_base, store_size, board);
+                                  std::move(network), store_base, store_size, board,
+                                  std::move(timeline));
 }
 
 } // namespace ag

@@ -7,7 +7,8 @@
 // wrote (Data-out) are copied into the controller's store as they come, before that batch's Done.
 // With a board (the children on the sockets), it also publishes each Done and Failed there for
 // the user's waiting threads, before it hands them to the executor: a wait does not go through
-// the executor's mailbox.
+// the executor's mailbox. With a timeline, each Done and Failed it takes is an instant on its track
+// ("puller"): where a round trip's acknowledgement reached the controller.
 #pragma once
 
 #include <cstddef>
@@ -23,12 +24,17 @@ class context_t;
 namespace ag {
 
 class completion_board;
+class timeline;
 struct network_setup;
+
+// The puller's track on the controller's timeline.
+constexpr int puller_track = 1000;
 
 caf::actor spawn_puller(caf::actor_system& sys, std::shared_ptr<zmq::context_t> ctx,
                         std::string endpoint, caf::actor executor,
                         std::shared_ptr<network_setup> network = nullptr,
                         std::byte* store_base = nullptr, std::size_t store_size = 0,
-                        completion_board* board = nullptr);
+                        completion_board* board = nullptr,
+                        std::shared_ptr<timeline> timeline = nullptr);
 
 } // namespace ag

@@ -14,6 +14,8 @@
 #include <tuple>
 #include <type_traits>
 
+#include <unistd.h>
+
 #include <caf/all.hpp>
 
 #include "actorgraph/error.hpp"
@@ -47,6 +49,8 @@
 namespace ag {
 
 namespace {
+
+constexpr int user_wait_track = 1001; // on the controller's timeline, beside the puller's
 
 // Whom the nodes serve (node_request::owner): an actor that lives as long as the runtime and
 // does nothing. (An argument: CAF 0.17 dereferences a null pointer spawning a function without.)
@@ -145,6 +149,7 @@ public:
         throw error("timeline " + opt_.timeline_path + ": cannot create: "
                     + std::strerror(errno));
       setup.plan.timeline = timeline_ = std::make_shared<timeline>();
+      timeline_->name_track(::getpid(), user_wait_track, "user's waits");
     }
     setup.start_timeout = opt_.start_timeout;
     if (board_) {
@@ -363,11 +368,17 @@ public:
   void sync() override {
     if (fork_.forked())
       fork_.refuse("sync");
+    const auto span = wait_span("sync");
     if (board_ && board_waits_->sync(*ticket())) // every entry before acknowledged, on the board
       return;
     if (board_ && stopped_)
       throw error("sync: the runtime was destroyed while it waited");
     wait<caf::unit_t>("sync", sync_atom::value);
+  }
+
+  // A user's wait on the timeline: from the call to its answer (a round trip, when nothing queued).
+  timeline::scoped_span wait_span(const char* what) {
+    return timeline::scoped_span{timeline_.get(), ::getpid(), user_wait_track, what, "user"};
   }
 
   void mark_step() { fork_.forked() ? fork_.refuse("mark_step") : submits_.mark(); }
@@ -434,6 +445,7 @@ private:
   uint64_t written(const std::string& what, operand_id id, uint64_t bytes) {
     if (fork_.forked())
       fork_.refuse(what);
+    const auto span = wait_span("read");
     std::optional<uint64_t> fast;
     if (board_) {
       fast = board_waits_->read(*ticket(id), what); // nullopt: the executor answers

@@ -6,9 +6,11 @@
 #include <caf/all.hpp>
 
 #include "actorgraph/error.hpp"
+#include "actors/errc.hpp"
 #include "actors/node_child.hpp"
 #include "actors/poll_loop.hpp"
 #include "actors/protocol.hpp"
+#include "actors/report_pusher.hpp"
 #include "ipc/wire.hpp"
 #include "ipc/zmq_sockets.hpp"
 
@@ -16,12 +18,31 @@ namespace ag {
 
 namespace {
 
+// What the runner tells, straight onto the subscriber's own PUSH socket.
+class direct_answers final : public runner_answers {
+public:
+  explicit direct_answers(report_pusher& out) : out_(out) {}
+  void done(uint32_t lane, uint64_t ops_done, uint64_t entries, uint64_t live) override {
+    out_.done(lane, ops_done, entries, live);
+  }
+  void failed(uint32_t lane, uint64_t index, std::string what) override {
+    out_.failed(lane, index, std::move(what));
+  }
+
+private:
+  report_pusher& out_;
+};
+
 struct subscriber_state {
-  std::shared_ptr<zmq::context_t> ctx; // outlives the socket below
+  std::shared_ptr<zmq::context_t> ctx; // outlives the sockets below
   std::optional<zmq::socket_t> sock;
   uint32_t lane = 0;
-  caf::actor stream;
+  // The shared-memory path: the pusher actor reports, and the ring reader runs the batches.
   caf::actor pusher;
+  // The sockets: this thread runs its lane's batches and reports on its own PUSH socket.
+  std::optional<report_pusher> reports;
+  std::unique_ptr<direct_answers> answers;
+  std::unique_ptr<batch_runner> runner;
   caf::actor main;
   uint64_t last_id = 0; // 0: nothing heard yet
   uint64_t executes = 0; // Execute messages read
@@ -40,7 +61,10 @@ struct subscriber_state {
       return;
     executes_reported = executes;
     reported_at = now;
-    self->send(pusher, received_atom::value, executes);
+    if (reports)
+      reports->received(executes);
+    else
+      self->send(pusher, received_atom::value, executes);
   }
   bool broken = false;  // after a protocol error nothing more is run
   // A node's child: its store, and the last Data-in id of its lane (their own sequence); with
@@ -62,7 +86,18 @@ struct subscriber_state {
       if (!h)
         return;
     hello_told = true;
-    self->send(pusher, hello_atom::value);
+    if (reports)
+      reports->heard_hello();
+    else
+      self->send(pusher, hello_atom::value);
+  }
+
+  // A protocol error, reported once.
+  void tell_failed(caf::event_based_actor* self, const std::string& what) {
+    if (reports)
+      reports->failed(lane, 0, what);
+    else
+      self->send(pusher, failed_atom::value, lane, uint64_t{0}, what);
   }
 
   static inline const char* name = "ag.subscriber";
@@ -171,7 +206,7 @@ void handle(subscriber_actor* self, zmqs::received& r) {
     throw error("wire: first message heard is " + wire::to_string(r.head.type) + " #"
                 + std::to_string(r.head.id) + ", not a hello");
   // On the shared-memory path the ring carries the frames between the socket's: ids only grow.
-  const bool ring = !st.stream;
+  const bool ring = !st.runner;
   if (st.last_id != 0 && (ring ? r.head.id <= st.last_id : r.head.id != st.last_id + 1))
     throw error("wire: message gap: expected id " + std::string{ring ? "after " : ""}
                 + std::to_string(st.last_id + (ring ? 0 : 1)) + ", got "
@@ -189,16 +224,19 @@ void handle(subscriber_actor* self, zmqs::received& r) {
       st.report(self, false);
       wire::execute_msg m;
       wire::decode(r.body.data(), r.body.size(), m, st.shapes, st.lane);
-      for (auto& b : m.batches) {
-          if (st.node) // what the batch writes to the store goes back before its Done
-            if (auto writes = host_writes(b); !writes.empty()) {
-              std::vector<uint64_t> ranges;
-              for (const auto& w : writes)
-                ranges.insert(ranges.end(), {w.offset, w.bytes});
-              self->send(st.pusher, publish_atom::value, b.ops_after(), std::move(ranges));
-            }
-          self->send(st.stream, execute_atom::value, std::move(b));
-        }
+      for (std::size_t i = 0; i < m.batches.size(); ++i) {
+        const auto& b = m.batches[i];
+        if (st.node) // what the batch writes to the store goes back before its Done
+          if (auto writes = host_writes(b); !writes.empty()) {
+            std::vector<uint64_t> ranges;
+            for (const auto& w : writes)
+              ranges.insert(ranges.end(), {w.offset, w.bytes});
+            st.reports->writes(b.ops_after(), std::move(ranges));
+          }
+        // Launched here and now; the stream is synchronized (and the batches acknowledged) once
+        // nothing more waits on the socket.
+        st.runner->execute(b, i + 1 < m.batches.size() || zmqs::readable(*st.sock));
+      }
       return;
     }
     case wire::msg_type::destroy:
@@ -210,15 +248,14 @@ void handle(subscriber_actor* self, zmqs::received& r) {
   }
 }
 
-caf::behavior subscriber(subscriber_actor* self, std::shared_ptr<zmq::context_t> ctx,
-                         const std::string& endpoint, uint32_t lane, caf::actor stream,
-                         caf::actor pusher, caf::actor main, std::optional<node_child> node) {
+caf::behavior subscriber(subscriber_actor* self, subscriber_setup setup) {
   auto& st = self->state;
-  st.ctx = std::move(ctx);
-  st.lane = lane;
-  st.stream = std::move(stream);
-  st.pusher = std::move(pusher);
-  st.main = std::move(main);
+  st.ctx = std::move(setup.ctx);
+  st.lane = setup.lane;
+  st.pusher = std::move(setup.pusher);
+  st.main = std::move(setup.main);
+  const auto lane = setup.lane;
+  auto& node = setup.node;
   if (node) {
     // Every child's Hello, Execute and Destroy, and this lane's Data-in: header prefixes.
     std::vector<std::string> prefixes;
@@ -231,7 +268,7 @@ caf::behavior subscriber(subscriber_actor* self, std::shared_ptr<zmq::context_t>
     if (node->data_endpoints.empty())
       prefixes.push_back(lane_prefix(wire::msg_type::data_in));
     zmqs::curve_keys keys{node->public_key, node->secret_key, node->server_key};
-    st.sock = zmqs::subscriber(*st.ctx, endpoint, &keys, prefixes);
+    st.sock = zmqs::subscriber(*st.ctx, setup.endpoint, &keys, prefixes);
     for (const auto& at : node->data_endpoints) // stream k decrypts on I/O thread k + 1
       st.streams.push_back(zmqs::subscriber(*st.ctx, at, &keys,
                                             {lane_prefix(wire::msg_type::data_in), prefixes[0]},
@@ -240,7 +277,19 @@ caf::behavior subscriber(subscriber_actor* self, std::shared_ptr<zmq::context_t>
     st.stream_heard.assign(st.streams.size(), false);
     st.node = std::move(node);
   } else {
-    st.sock = zmqs::subscriber(*st.ctx, endpoint);
+    st.sock = zmqs::subscriber(*st.ctx, setup.endpoint);
+  }
+  if (setup.runner) { // the sockets: the batches run here
+    const auto dev = setup.runner->dev;
+    try {
+      st.reports.emplace(*st.ctx, setup.pull_endpoint, lane, dev, st.node);
+      st.answers = std::make_unique<direct_answers>(*st.reports);
+      st.runner = std::make_unique<batch_runner>(std::move(*setup.runner), *st.answers);
+    } catch (const std::exception& e) {
+      self->quit(make_error(errc::device_failed, dev.str() + ": cannot start: " + e.what()));
+      return {};
+    }
+    st.reports->runner_ready();
   }
   return poll_loop(self, [=] {
     auto& st = self->state;
@@ -248,8 +297,7 @@ caf::behavior subscriber(subscriber_actor* self, std::shared_ptr<zmq::context_t>
       if (st.broken)
         return;
       st.broken = true;
-      self->send(st.pusher, failed_atom::value, st.lane, uint64_t{0},
-                 std::string{"protocol error: "} + e.what());
+      st.tell_failed(self, std::string{"protocol error: "} + e.what());
     };
     auto wait = zmqs::drain_wait;
     if (!st.streams.empty()) { // the data streams first: what the broadcast's batches wait for
@@ -268,21 +316,16 @@ caf::behavior subscriber(subscriber_actor* self, std::shared_ptr<zmq::context_t>
     }
     // A protocol error is reported once, and the drain goes on (for a Destroy).
     zmqs::drain(*st.sock, [&](zmqs::received& r) { handle(self, r); }, on_error, wait);
+    if (st.runner && st.runner->unconfirmed())
+      st.runner->confirm();
     st.report(self, true);
   });
 }
 
 } // namespace
 
-caf::actor spawn_subscriber(caf::actor_system& sys, std::shared_ptr<zmq::context_t> ctx,
-                            std::string endpoint, uint32_t lane, caf::actor stream,
-                            caf::actor pusher, caf::actor main, const node_child* node) {
-  std::optional<node_child> n;
-  if (node)
-    n = *node;
-  return sys.spawn<caf::detached>(subscriber, std::move(ctx), std::move(endpoint), lane,
-                                  std::move(stream), std::move(pusher), std::move(main),
-                                  std::move(n));
+caf::actor spawn_subscriber(caf::actor_system& sys, subscriber_setup setup) {
+  return sys.spawn<caf::detached>(subscriber, std::move(setup));
 }
 
 } // namespace ag

@@ -1,19 +1,27 @@
 // subscriber: a child's SUB socket (the seed's RemoteRunnerSubscriber). Checks that message ids
-// follow each other (a gap is reported as a failure, and nothing after it runs), hands the batch
-// of its own lane to the stream actor, tells the pusher it heard a Hello, and the child's main
-// thread when a Destroy arrives. Detached: it blocks in a poll of its socket. Without a stream
-// actor (a child on the shared-memory path, whose ring reader runs the batches), the socket
-// carries Hellos and nothing else runs from it, and ids need only grow. A node's child (with a
-// node_child) subscribes over TCP to the frames of every child and its own lane's Data-in, whose
-// bytes it copies into its store before it hands on the Execute after them; and it tells the
-// pusher which store ranges each batch of its lane will write, to be sent back before the Done.
+// follow each other (a gap is reported as a failure, and nothing after it runs) and tells the
+// child's main thread when a Destroy arrives. Detached: it blocks in a poll of its socket.
+// - On the sockets it is the child's runner too: it runs its own lane's batches there and then,
+//   on the batch runner, synchronizing once nothing more waits on the socket, and reports (Ready
+//   once a Hello was heard, Done, Failed, Received) on a PUSH socket of its own (report_pusher):
+//   no actor hop between a batch's arrival and its launch, or its end and its Done.
+// - On the shared-memory path the ring reader runs the batches: the socket carries Hellos and
+//   nothing else runs from it, ids need only grow, and the pusher actor hears of the Hello.
+// A node's child (with a node_child) subscribes over TCP to the frames of every child and its own
+// lane's Data-in, whose bytes it copies into its store before it runs the Execute after them; the
+// store ranges each batch of its lane writes go back before its Done (Data-out).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include <caf/actor.hpp>
 #include <caf/fwd.hpp>
+
+#include "actors/batch_runner.hpp"
+#include "actors/node_child.hpp"
 
 namespace zmq {
 class context_t;
@@ -21,11 +29,19 @@ class context_t;
 
 namespace ag {
 
-struct node_child;
+struct subscriber_setup {
+  std::shared_ptr<zmq::context_t> ctx;
+  std::string endpoint; // the controller's broadcast
+  uint32_t lane = 0;
+  caf::actor main;      // told of a Destroy
+  std::optional<node_child> node;
+  // The shared-memory path: the pusher actor, told of the first Hello and of protocol errors.
+  caf::actor pusher;
+  // The sockets: the runner of the lane's batches, and where it reports (the controller's PULL).
+  std::optional<batch_runner_setup> runner;
+  std::string pull_endpoint;
+};
 
-caf::actor spawn_subscriber(caf::actor_system& sys, std::shared_ptr<zmq::context_t> ctx,
-                            std::string endpoint, uint32_t lane, caf::actor stream,
-                            caf::actor pusher, caf::actor main,
-                            const node_child* node = nullptr);
+caf::actor spawn_subscriber(caf::actor_system& sys, subscriber_setup setup);
 
 } // namespace ag

@@ -22,6 +22,7 @@ std::string to_string(msg_type t) {
     case msg_type::received: return "received";
     case msg_type::data_out: return "data_out";
     case msg_type::data_done: return "data_done";
+    case msg_type::pulse: return "pulse";
   }
   return "type#" + std::to_string(static_cast<int>(t));
 }
@@ -40,7 +41,8 @@ bool known(msg_type t) {
     case msg_type::failed:
     case msg_type::received:
     case msg_type::data_out:
-    case msg_type::data_done: return true;
+    case msg_type::data_done:
+    case msg_type::pulse: return true;
   }
   return false;
 }
@@ -65,7 +67,7 @@ void check_device(const device& d, const char* name) {
 
 bool carries_lane(msg_type t) {
   return t == msg_type::data_in || t == msg_type::data_sent || t == msg_type::data_out
-         || t == msg_type::data_done;
+         || t == msg_type::data_done || t == msg_type::pulse;
 }
 
 // Big-endian, whatever this machine's order.
@@ -134,17 +136,33 @@ void encode_data_offset(void* frame, uint64_t offset) noexcept {
   put_be(static_cast<unsigned char*>(frame), offset, 8);
 }
 
-bytes encode_data_done(uint64_t last_piece) {
+namespace {
+
+bytes encode_word(uint64_t x) {
   bytes b(data_offset_bytes);
-  put_be(reinterpret_cast<unsigned char*>(b.data()), last_piece, 8);
+  put_be(reinterpret_cast<unsigned char*>(b.data()), x, 8);
   return b;
 }
 
-uint64_t decode_data_done(const void* body, std::size_t size) {
+uint64_t decode_word(const void* body, std::size_t size, const char* name) {
   if (size != data_offset_bytes)
-    throw error("wire: malformed data_done message: a body of " + std::to_string(size)
-                + " bytes, expected 8");
+    throw error(std::string{"wire: malformed "} + name + " message: a body of "
+                + std::to_string(size) + " bytes, expected 8");
   return get_be(static_cast<const unsigned char*>(body), 8);
+}
+
+} // namespace
+
+bytes encode_data_done(uint64_t last_piece) { return encode_word(last_piece); }
+
+uint64_t decode_data_done(const void* body, std::size_t size) {
+  return decode_word(body, size, "data_done");
+}
+
+bytes encode_pulse(uint64_t running) { return encode_word(running); }
+
+uint64_t decode_pulse(const void* body, std::size_t size) {
+  return decode_word(body, size, "pulse");
 }
 
 std::size_t encoded_size(const op_desc& op) noexcept {

@@ -21,7 +21,7 @@
 namespace ag::wire {
 
 constexpr char magic[2] = {'A', 'G'};
-constexpr uint8_t version = 7;
+constexpr uint8_t version = 8;
 constexpr std::size_t header_size = 16;
 // ZMQ_MAXMSGSIZE of every receiving socket: the largest frame a peer may send.
 constexpr int64_t max_frame_bytes = int64_t{1} << 30;
@@ -50,6 +50,11 @@ enum class msg_type : uint8_t {
   // Done whose batches wrote store bytes: the id of the last Data-out piece sent on the return
   // streams; the controller takes the lane's messages after it once those pieces are in its store
   data_done = 21,
+  // a child on the sockets -> controller, from its main thread on a PUSH of its own, every 50 ms
+  // while its runner is inside one operator (or a synchronize), and once more when it is out: the
+  // operator's index (0: out). The watchdog's sign that a child reading nothing is busy, not
+  // stopped. Ids are the pulses' own; they carry no order.
+  pulse = 22,
 };
 
 // "execute", "ready", ...; "type#N" otherwise.
@@ -59,7 +64,7 @@ struct header {
   msg_type type = msg_type::hello;
   uint64_t id = 0; // per sender, +1 per message; data_in, and data_out on return streams: per
                    // lane, +1 per piece; data_sent: the last data_in id sent to the lane
-  uint32_t lane = 0; // data_in, data_sent, data_out, data_done: whose they are; else 0
+  uint32_t lane = 0; // data_in, data_sent, data_out, data_done, pulse: whose they are; else 0
 };
 
 // data_in and data_out: the second frame is the store offset (8 bytes), the third the bytes. The
@@ -205,6 +210,9 @@ using bytes = std::vector<char>;
 // a data offset).
 bytes encode_data_done(uint64_t last_piece);
 uint64_t decode_data_done(const void* body, std::size_t size);
+// pulse's body: the index of the operator the runner is inside (8 bytes, big-endian; 0: none).
+bytes encode_pulse(uint64_t running);
+uint64_t decode_pulse(const void* body, std::size_t size);
 
 // The step shapes a child's decoder decoded, by their encoded bytes: the last `capacity` seen.
 class shape_memo {

@@ -87,6 +87,8 @@ zmq::socket_t pusher(zmq::context_t& ctx, const std::string& endpoint, const cur
   return s;
 }
 
+bool readable(zmq::socket_t& sock) { return (sock.get(zmq::sockopt::events) & ZMQ_POLLIN) != 0; }
+
 uint16_t bound_port(zmq::socket_t& sock) {
   const std::string at = sock.get(zmq::sockopt::last_endpoint);
   const auto colon = at.rfind(':');

@@ -50,6 +50,9 @@ zmq::socket_t subscriber(zmq::context_t& ctx, const std::string& endpoint,
 zmq::socket_t pusher(zmq::context_t& ctx, const std::string& endpoint,
                      const curve_keys* curve = nullptr, int io_thread = -1);
 
+// Whether a message waits on `sock` now (ZMQ_EVENTS), without taking it.
+bool readable(zmq::socket_t& sock);
+
 // The TCP port a socket bound to "tcp://HOST:0" was given.
 uint16_t bound_port(zmq::socket_t& sock);
 

@@ -6,15 +6,18 @@
 //             [--export-wait-ms=W]
 //
 // It reads its start-up arguments from the SubProcessSync segment NAME, maps the tensor store,
-// starts its own actor system (pusher, the same stream actor as thread mode, subscriber), says it
-// started, and runs until the exit flag is set, a Destroy arrives or its controller is gone. With
-// --channel (the shared-memory path), a ring reader takes the batches from the broadcast ring in
-// OBJ and runs them on the same batch runner, publishing its acknowledgements on OBJ's board too,
-// and its main thread beats the lane's heartbeat there at least every 50 ms.
+// starts its own actor system, says it started, and runs until the exit flag is set, a Destroy
+// arrives or its controller is gone. On the sockets its subscriber runs the batches on the same
+// batch runner as thread mode and reports them itself, and the main thread pulses the controller
+// every 50 ms while an operator runs (actors/pulse_pusher.hpp). With --channel (the shared-memory
+// path), a ring reader takes the batches from the broadcast ring in OBJ and runs them on the same
+// batch runner, publishing its acknowledgements on OBJ's board too, and its main thread beats the
+// lane's heartbeat there at least every 50 ms.
 // Exit codes (README.md, "Exit codes"): 0 after an orderly exit, 2 bad command line, 3 start-up
 // failed (the reason is left in the segment for the controller), 4 its stream failed to start or
 // stopped. It reads no configuration file: not caf-application.ini from whatever directory the
 // controller runs in, nor --config-file.
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -33,9 +36,9 @@
 #include "actors/node_child.hpp"
 #include "actors/protocol.hpp"
 #include "actors/quiet_pool.hpp"
+#include "actors/pulse_pusher.hpp"
 #include "actors/pusher.hpp"
 #include "actors/ring_reader.hpp"
-#include "actors/stream_actor.hpp"
 #include "actors/subscriber.hpp"
 #include "ipc/shm_channel.hpp"
 #include "ipc/sub_process_sync.hpp"
@@ -94,6 +97,7 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
     timeline->name_process(::getpid(), "ag-runner " + args.where.str());
   }
   int exit_code = 0;
+  std::atomic<uint64_t> running_op{0}; // the sockets: the operator the runner is inside (0: none)
   {
     caf::actor_system sys{cfg};
     // A node's child decrypts each data stream, and encrypts each return stream, in an I/O
@@ -107,8 +111,6 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
       node = ag::node_child{args.curve_server_key, args.curve_public, args.curve_secret,
                             args.data_endpoints, args.return_endpoints, store.base(),
                             store.size()};
-    auto pusher = ag::spawn_pusher(sys, ctx, args.pull_endpoint, args.lane, args.where,
-                                   node ? &*node : nullptr);
     const bool pin = args.where.type == ag::device::kind::cuda;
     ag::export_wait_policy exports;
     exports.timeout = std::chrono::milliseconds{cfg.export_wait_ms};
@@ -116,8 +118,18 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
     steps.enabled = args.graphs;
     steps.max_graphs = static_cast<std::size_t>(args.max_graphs);
     steps.capture_after = args.graph_after;
-    caf::actor stream;
+    ag::subscriber_setup ss;
+    ss.ctx = ctx;
+    ss.endpoint = args.pub_endpoint;
+    ss.lane = args.lane;
+    ss.main = caf::actor_cast<caf::actor>(self);
+    ss.node = node;
+    caf::actor stream; // what runs the batches
+    caf::actor pusher; // the shared-memory path: what reports
+    caf::actor subscriber;
+    std::optional<ag::pulse_pusher> pulse; // the sockets: the main thread's sign of a busy runner
     if (channel) { // the ring reader runs the batches; the socket carries the Hellos
+      pusher = ag::spawn_pusher(sys, ctx, args.pull_endpoint, args.lane, args.where);
       ag::ring_reader_setup rs;
       rs.runner = {args.lane, args.where, store.base(), store.size(), pin, timeline,
                    &channel->board()};
@@ -128,16 +140,19 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
       rs.runner.exports.spin = rs.spin;
       rs.runner.steps = steps;
       stream = ag::spawn_ring_reader(sys, std::move(rs), pusher, caf::actor_cast<caf::actor>(self));
-    } else {
-      stream = caf::actor_cast<caf::actor>(ag::spawn_stream_actor(
-        sys, caf::actor_cast<ag::runner_answers_actor>(pusher), args.lane, args.where,
-        store.base(), store.size(), pin, timeline, nullptr, {}, nullptr, exports, nullptr, steps));
+      ss.pusher = pusher;
+      subscriber = ag::spawn_subscriber(sys, std::move(ss));
+    } else { // the subscriber runs the batches and reports itself
+      ag::batch_runner_setup rs{args.lane, args.where, store.base(), store.size(), pin, timeline};
+      rs.exports = exports;
+      rs.steps = steps;
+      rs.running = &running_op;
+      pulse.emplace(*ctx, args.pull_endpoint, args.lane, running_op, node);
+      ss.runner = std::move(rs);
+      ss.pull_endpoint = args.pull_endpoint;
+      stream = subscriber = ag::spawn_subscriber(sys, std::move(ss));
     }
     self->monitor(stream);
-    auto subscriber = ag::spawn_subscriber(sys, ctx, args.pub_endpoint, args.lane,
-                                           channel ? caf::actor{} : stream, pusher,
-                                           caf::actor_cast<caf::actor>(self),
-                                           node ? &*node : nullptr);
     sync.notify_started();
     bool running = true;
     while (running) {
@@ -153,14 +168,18 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
         caf::after(watch_slice) >> [] {});
       // A sign of life on its own thread: the ring reader may spend seconds inside one operator,
       // reading nothing, and the watchdog must tell it from a child that is stopped.
+      // On the sockets the controller hears it as a Pulse, and only while an operator runs.
       if (channel)
         channel->board().beat(args.lane);
+      else
+        pulse->look();
       if (running && (sync.wait_for_exit(std::chrono::milliseconds{0})
                       || !parent_alive(args.parent_pid)))
         running = false;
     }
     for (auto& a : {subscriber, stream, pusher})
-      self->send_exit(a, caf::exit_reason::user_shutdown);
+      if (a)
+        self->send_exit(a, caf::exit_reason::user_shutdown);
   } // the actor system waits for its actors; the pusher's linger lets last messages out
   if (timeline) { // the controller merges it once this process has exited
     try {

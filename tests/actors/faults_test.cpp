@@ -3,6 +3,7 @@
 // that nothing is left: no child, no shared memory, no runtime directory.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <string>
@@ -116,6 +117,57 @@ TEST_CASE("a stopped child holds submitters back once its queue passes the bound
   }
   CHECK(runner_children().empty());
   CHECK(my_shm().empty());
+}
+
+TEST_CASE("a child inside an operator longer than progress_timeout, with broadcasts waiting behind "
+          "it, is left alone on either path",
+          "[faults]") {
+  for (auto path : {ag::transport::shared_memory, ag::transport::sockets}) {
+    INFO((path == ag::transport::sockets ? "sockets" : "shared memory"));
+    {
+      auto opt = option(2, 60000ms);
+      opt.transport = path;
+      const auto progress = std::chrono::milliseconds{200 * tsan_slow};
+      opt.progress_timeout = progress;
+      ag::runtime rt{opt};
+      const auto big = rt.uniform({2048, 2048}, -1, 1, 5, ag::device::sim(0));
+      (void)big.to_vector();
+      const auto start = std::chrono::steady_clock::now();
+      const auto y = ag::matmul(big, big); // about a second of sim:0's time, or more
+      // Meanwhile sim:1's work: every read sends a broadcast that sim:0's child reads only after
+      // its product (the watchdog sees it behind, reading nothing).
+      std::atomic<bool> done{false};
+      std::vector<float> product;
+      std::string failure;
+      std::thread reader{[&] {
+        try {
+          product = y.to_vector();
+        } catch (const std::exception& e) {
+          failure = e.what();
+        }
+        done = true;
+      }};
+      auto z = rt.full({16}, 0.0f, ag::device::sim(1));
+      int reads = 0;
+      while (!(done && reads >= 20)) {
+        z = z + 1.0;
+        CHECK(z.to_vector() == std::vector<float>(16, static_cast<float>(++reads)));
+        std::this_thread::sleep_for(10ms);
+      }
+      reader.join();
+      CHECK(failure.empty());
+      const auto took = std::chrono::steady_clock::now() - start;
+      INFO("the product took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                              << " ms");
+      REQUIRE(took > 2 * progress); // else this test showed nothing
+      CHECK(product.size() == 2048u * 2048u);
+      CHECK_NOTHROW(rt.sync());
+      CHECK((rt.full({2}, 1.0f, ag::device::sim(0)) + 1.0).to_vector()
+            == std::vector<float>{2.0f, 2.0f});
+    }
+    CHECK(runner_children().empty());
+    CHECK(my_shm().empty());
+  }
 }
 
 TEST_CASE("children exit within 2 s of their controller's death, and a later runtime removes "

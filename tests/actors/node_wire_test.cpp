@@ -1,7 +1,8 @@
 // The controller's puller on the TCP side of a runtime with nodes, with real CURVE sockets and a
 // real ZAP handler: a message must come from the node of the lane it names, a replayed or
 // out-of-order id is refused, and Data-out bytes land in the store, bounds-checked, before the
-// Done behind them, also when they come over several return streams behind a Data-done.
+// Done behind them, also when they come over several return streams behind a Data-done. A child's
+// Pulse (its main thread's sign of a busy runner) shows on the board, from the lane's node alone.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -17,6 +18,7 @@
 #include "actors/process_setup.hpp"
 #include "actors/protocol.hpp"
 #include "actors/puller.hpp"
+#include "ipc/completion_board.hpp"
 #include "ipc/wire.hpp"
 #include "ipc/zap_handler.hpp"
 #include "ipc/zmq_sockets.hpp"
@@ -39,6 +41,7 @@ struct fixture {
   std::shared_ptr<zmq::context_t> ctx = std::make_shared<zmq::context_t>(1);
   key_pair server, n1, n2;
   std::vector<std::byte> store = std::vector<std::byte>(1 << 16);
+  ag::local_board board{3}; // where the puller shows Dones and Pulses
   std::string at;
   std::vector<std::string> returns_at; // the return streams' endpoints
   caf::actor puller;
@@ -60,7 +63,7 @@ struct fixture {
     net->lane_node = {"", "n1", "n2"};
     puller = ag::spawn_puller(sys, ctx, "inproc://ag-test-local-pull",
                               caf::actor_cast<caf::actor>(executor), net, store.data(),
-                              store.size());
+                              store.size(), &board.board());
   }
   ~fixture() { caf::anon_send_exit(puller, caf::exit_reason::user_shutdown); }
 
@@ -205,4 +208,50 @@ TEST_CASE("a lane waiting behind its Data-done for pieces does not hold another 
                       caf::after(5s) >> [] {});
   CHECK(then == 1);
   CHECK(std::memcmp(f.store.data() + 8192, b, sizeof b) == 0);
+}
+
+namespace {
+
+// Whether, within 5 s, the board shows lane 1 inside operator `running` with more beats than
+// `beats`.
+bool board_shows(ag::completion_board& b, uint64_t running, uint64_t beats) {
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (std::chrono::steady_clock::now() < until) {
+    if (b.running_at(1) == running && b.beats(1) > beats)
+      return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return false;
+}
+
+} // namespace
+
+TEST_CASE("a child's Pulse shows its running operator and a beat on the board, beside its reports' "
+          "order; one from another node or malformed fails the lane",
+          "[nodes]") {
+  fixture f;
+  auto& board = f.board.board();
+  auto reports = f.client(f.n1);
+  auto pulses = f.client(f.n1); // the main thread's own socket: ids of its own
+  const uint64_t beats = board.beats(1);
+  zmqs::send(pulses, {wire::msg_type::pulse, 1, 1}, wire::encode_pulse(7));
+  CHECK(board_shows(board, 7, beats));
+  send_done(reports, 1, 1); // the reports' ids go on from 1: pulses are not in their order
+  CHECK(f.next_failure() == "done");
+  zmqs::send(pulses, {wire::msg_type::pulse, 2, 1}, wire::encode_pulse(0)); // out of it again
+  CHECK(board_shows(board, 0, beats + 1));
+  send_done(reports, 1, 2);
+  CHECK(f.next_failure() == "done");
+
+  SECTION("from another node") {
+    auto from_n2 = f.client(f.n2);
+    zmqs::send(from_n2, {wire::msg_type::pulse, 1, 1}, wire::encode_pulse(9));
+    CHECK_THAT(f.next_failure(), Contains("from node \"n2\", not n1 (forged)"));
+    CHECK(board.running_at(1) == 0);
+  }
+  SECTION("malformed") {
+    zmqs::send(pulses, {wire::msg_type::pulse, 3, 1}, wire::bytes(3));
+    CHECK_THAT(f.next_failure(), Contains("malformed pulse message: a body of 3 bytes"));
+    CHECK(board.lane_failed(1));
+  }
 }
