@@ -71,6 +71,16 @@ struct executor_state {
   spin_learner learner; // how long its lingers have paid
   wait_deadlines deadlines; // of the planner's waits, behind one timer
   std::string shutdown_problems; // what went wrong as the runners stopped; empty: nothing
+  std::shared_ptr<ag::timeline> timeline; // null: no instants
+
+  // An instant on the executor's track: when a message on a wait's way was taken, or a flush
+  // held or went out.
+  void mark(const char* what) const {
+    if (!timeline)
+      return;
+    const auto now = timeline::clock::now();
+    timeline->span(::getpid(), 0, what, "executor", now, now);
+  }
 
   static inline const char* name = "ag.executor";
 
@@ -278,6 +288,7 @@ void start(executor_self self, executor_setup& setup) {
   if (setup.plan.board != nullptr)
     st.seat = setup.plan.board->seat();
   if (auto& tl = setup.plan.timeline) {
+    st.timeline = tl;
     tl->name_process(::getpid(), "controller");
     tl->name_track(::getpid(), 0, "executor");
   }
@@ -373,12 +384,34 @@ bool linger(executor_self self, std::optional<std::chrono::nanoseconds> window =
                            : spin_policy{st.gate.linger(), st.seat, &st.learner});
 }
 
+// How long the executor naps for an answer a user's thread waits for, and each nap.
+constexpr std::chrono::microseconds nap_bound{1000};
+constexpr std::chrono::microseconds nap_length{10};
+
+// After a dispatch that a user's thread waits on, once a linger found nothing (the round trip
+// outlasts it: a child on the sockets or on a node): the executor naps, looking at its mailbox
+// between naps, for up to nap_bound, so that the answer and the user's next operator behind it
+// find it awake. On a virtual machine's idle CPU a thread asleep for longer than about 100 us
+// wakes 30 to 90 us late (measured on the H200 machine: docs/BENCHMARKS.md). Only where
+// spinning is on (spin_wait > 0) and a CPU is free for it (the census).
+void nap_for_answer(executor_self self) {
+  auto& st = self->state;
+  if (!st.gate.awaited() || st.gate.linger().count() <= 0 || !st.plan->in_flight())
+    return;
+  thread_local const bool precise = (nap_precisely(), true);
+  (void)precise;
+  nap_until([self] { return !self->mailbox().empty(); }, st.seat, nap_bound, nap_length);
+}
+
 // starting and running (the planner tells them apart: a wait for start-up is answered once every
 // runner is ready; operators submitted meanwhile are queued).
 executor_actor::behavior_type running(executor_self self, std::chrono::milliseconds start_timeout) {
   auto& plan = *self->state.plan;
   return {
-    [&plan](submit_atom, op_request& req) { plan.submit(req); },
+    [=, &plan](submit_atom, op_request& req) {
+      self->state.mark("submit");
+      plan.submit(req);
+    },
     [&plan](submit_atom, collective_request& req) { plan.submit(req); },
     [&plan](release_atom, operand_id id) {
       store_fence::acquire(); // a user's thread's last reads of the range
@@ -399,6 +432,7 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
       note_ring_reads(self);
       auto& st = self->state;
       const auto window = st.gate.hold(plan.releases_alone());
+      st.mark(window.count() > 0 ? "flush held" : "flush");
       if (window.count() > 0 && linger(self, window)) {
         st.gate.held();
         self->send(self, flush_atom::value); // after what just came
@@ -406,7 +440,8 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
       }
       st.gate.dispatched();
       plan.flush();
-      linger(self);
+      if (!linger(self))
+        nap_for_answer(self);
     },
     [=](expire_atom, uint64_t) { deadlines_passed(self); }, // the wait it was armed for, or 0
     [=, &plan](progress_atom) {
@@ -419,10 +454,13 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
         self->state.lanes->started();
     },
     [=](done_atom, uint32_t l, uint64_t ops_done, uint64_t entries, uint64_t live) {
+      self->state.mark("done");
+      self->state.gate.answered();
       done(self, l, ops_done, entries, live);
       linger(self);
     },
     [=](failed_atom, uint32_t l, uint64_t index, std::string& what) {
+      self->state.gate.answered();
       failed(self, l, index, what);
     },
     [=, &plan](received_atom, uint32_t l, uint64_t count) {
@@ -435,12 +473,14 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
     },
     [=](stats_atom) { return stats(self); },
     [=, &plan](ticket_atom, operand_id id, const ticket_slot_ptr& slot) {
+      self->state.mark("ticket");
       plan.break_step();
       slot->fill(plan.read_ticket(id));
       self->state.gate.wait_arrived();
       linger(self);
     },
     [=, &plan](ticket_atom, const ticket_slot_ptr& slot) {
+      self->state.mark("ticket");
       plan.break_step();
       slot->fill(plan.sync_ticket());
       self->state.gate.wait_arrived();

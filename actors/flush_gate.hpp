@@ -24,8 +24,16 @@ public:
   // How long the executor watches its mailbox once idle.
   std::chrono::nanoseconds linger() const noexcept { return linger_; }
 
-  // A read or a sync arrived: the next flush goes out at once.
-  void wait_arrived() noexcept { wait_arrived_ = true; }
+  // A read or a sync arrived: the next flush goes out at once, and a user's thread now waits for
+  // an answer (until answered()).
+  void wait_arrived() noexcept {
+    wait_arrived_ = true;
+    awaited_ = true;
+  }
+  // A runner's acknowledgement came: what a user's thread waited for, most likely.
+  void answered() noexcept { awaited_ = false; }
+  // Whether a user's thread waits for an answer the executor will hear of (it naps for it).
+  bool awaited() const noexcept { return awaited_; }
 
   // At a flush: how long to watch the mailbox before dispatching (0: dispatch now).
   // releases_alone: the flush would send releases and nothing else.
@@ -47,6 +55,7 @@ private:
   std::chrono::nanoseconds linger_;
   bool held_ = false;
   bool wait_arrived_ = false;
+  bool awaited_ = false;
 };
 
 } // namespace ag

@@ -166,6 +166,8 @@ public:
   wait_ticket sync_ticket() const;
   // True when it has heard every acknowledgement the board shows (of lanes still healthy).
   bool heard_board() const;
+  // True when a healthy lane has operators sent and not acknowledged.
+  bool in_flight() const;
   // True when what the next flush would send is releases alone: nothing waits for them but a
   // sync, so a driver may let them ride with the next operators.
   bool releases_alone() const;

@@ -408,4 +408,11 @@ bool planner::heard_board() const {
   return true;
 }
 
+bool planner::in_flight() const {
+  for (const auto& ln : lanes_)
+    if (ln.failed.empty() && !ln.down && ln.done < ln.sent)
+      return true;
+  return false;
+}
+
 } // namespace ag

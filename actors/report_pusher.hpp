@@ -2,9 +2,10 @@
 // (the seed's RemoteRunnerPusher, without the actor): Ready once both its runner exists and a
 // Hello was heard (so no broadcast is lost to a slow join), Done, Failed and Received. A node's
 // child's also sends back, right before a Done, the store ranges the batches it covers wrote
-// (Data-out), over its return streams with a Data-done naming the last piece, or on the PUSH
-// socket itself without them. Used by one thread: the pusher actor's (the shared-memory path),
-// or the subscriber's, which runs the batches itself on the sockets.
+// (Data-out): over its return streams with a Data-done naming the last piece, or on the PUSH
+// socket itself without them or when they are small (small_writes). Used by one thread: the
+// pusher actor's (the shared-memory path), or the subscriber's, which runs the batches itself on
+// the sockets.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,10 @@ namespace ag {
 
 class report_pusher {
 public:
+  // A Done whose batches wrote this many bytes or fewer sends them on the reports connection,
+  // also where return streams exist.
+  static constexpr uint64_t small_writes = uint64_t{64} << 10;
+
   report_pusher(zmq::context_t& ctx, const std::string& endpoint, uint32_t lane, device where,
                 std::optional<node_child> node);
 

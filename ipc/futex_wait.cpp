@@ -6,6 +6,7 @@
 
 #include <linux/futex.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -25,7 +26,18 @@ void notify_all(wake_word& w) noexcept {
     futex(&w.changes, FUTEX_WAKE, INT_MAX, nullptr);
 }
 
+void nap_precisely() noexcept { ::prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0); }
+
 namespace detail {
+
+void nap(std::chrono::nanoseconds for_at_most) noexcept {
+  if (for_at_most.count() <= 0)
+    return;
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(for_at_most.count() / 1000000000);
+  ts.tv_nsec = static_cast<long>(for_at_most.count() % 1000000000);
+  ::nanosleep(&ts, nullptr); // EINTR: a shorter nap
+}
 
 void futex_sleep(wake_word& w, uint32_t seen, std::chrono::nanoseconds for_at_most) noexcept {
   if (for_at_most.count() <= 0)

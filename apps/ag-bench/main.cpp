@@ -426,7 +426,8 @@ int start(int argc, char** argv) {
     std::optional<ag::bench::node_figures> node;
     if (cfg.mode == "node" || cfg.mode == "all")
       node = ag::bench::measure_node(devices.front(),
-                                     {n.round_trips, n.h2d_bytes, n.h2d_repeats, cfg.node_streams});
+                                     {n.round_trips, n.h2d_bytes, n.h2d_repeats, cfg.node_streams,
+                                      cfg.timeline, std::chrono::microseconds{cfg.spin_us}});
     std::optional<ag::bench::peer_figures> peers;
     if ((peers_only || cfg.mode == "all") && peers_no.empty())
       peers = ag::bench::measure_peers(devices, peer_sizes_of(cfg.quick),

@@ -113,6 +113,9 @@ node_figures measure_node(const ag::device& local, const node_sizes& n) {
   opt.nodes = {node->as_node()};
   opt.node_timeout = node_timeout;
   opt.node_streams = n.streams;
+  opt.spin_wait = n.spin;
+  if (!n.timeline.empty()) // the controller's side alone: a node's children keep theirs
+    opt.timeline_path = n.timeline + ".node.json";
   {
     std::optional<ag::runtime> rt;
     const auto t0 = clock_type::now();

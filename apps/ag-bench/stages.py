@@ -3,6 +3,7 @@
 (FILE.MODE.json; docs/BENCHMARKS.md, "Where a wait's time goes").
 
     /usr/bin/python3 apps/ag-bench/stages.py FILE.MODE.json [--wait read|sync] [--board] [--last N]
+                                             [--show K]
 
 Each of the user's waits (the --wait spans, "read" by default: ag-bench's round trip is
 `(a + b).to_vector()`; a node's sync round trip is "sync") on the controller's track "user's
@@ -23,6 +24,10 @@ finds what happened in between, by the clock every process shares (CLOCK_MONOTON
   to user       from there (or from the batch's end) to the wait's end (the board, the user's
                 wake-up)
 
+--show K also lists every event from 50 us before the K-th of those waits to its end, each
+process's and track's, in order (the executor's instants "submit", "ticket", "flush", "flush held"
+and "done" say when it took what: the time before one is a wake-up or other work).
+
 A stage whose events are missing (a node's children keep their timelines on the node) is left
 out, and the span from the last event found to the next one found takes its time. It prints the
 median and the 90th percentile of each stage over the last N waits (default: all) and their sum
@@ -40,6 +45,13 @@ def load(path):
         doc = json.load(f)
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
     return [e for e in events if e.get("ph") == "X"]
+
+
+def load_meta(path):
+    with open(path) as f:
+        doc = json.load(f)
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    return [e for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"]
 
 
 def starts(events, pred):
@@ -103,6 +115,17 @@ def main(argv):
             stages["to puller"].append(p["ts"] - t)
             t = p["ts"]
         stages["to user"].append(end - t)
+    show = int(option("--show", -1))
+    if 0 <= show < len(waits):
+        w = waits[show]
+        names_of = {}
+        for e in load_meta(argv[1]):
+            names_of[(e["pid"], e.get("tid"))] = e.get("args", {}).get("name", "")
+        for e in sorted(events, key=lambda e: e["ts"]):
+            if w["ts"] - 50 <= e["ts"] <= w["ts"] + w.get("dur", 0):
+                track = names_of.get((e["pid"], e["tid"]), str(e["tid"]))
+                print(f"{e['ts'] - w['ts']:9.1f} {e.get('dur', 0):8.1f}  {track:<14} {e['name']}")
+        print()
     if not totals:
         print(f"no \"{wait}\" waits of the user's on this timeline (a run without --timeline?)")
         return 1

@@ -44,3 +44,16 @@ TEST_CASE("without lingering (the sockets, or spin_wait 0) a flush is never held
   CHECK(gate.hold(true) == 0ns);
   CHECK(gate.hold(false) == 0ns);
 }
+
+TEST_CASE("a read or a sync leaves the gate awaiting an answer until an acknowledgement comes",
+          "[planner]") {
+  flush_gate gate{50us};
+  CHECK_FALSE(gate.awaited());
+  gate.wait_arrived();
+  CHECK(gate.awaited());
+  (void)gate.hold(false);
+  gate.dispatched();
+  CHECK(gate.awaited()); // a flush does not answer it
+  gate.answered();
+  CHECK_FALSE(gate.awaited());
+}

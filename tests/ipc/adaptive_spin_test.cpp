@@ -2,7 +2,8 @@
 // cgroup quotas, parsed from the kernel's own texts), the census that keeps a CPU free for the
 // thread a waiter waits for (ipc/spin_census, in a real completion board, with a forked child
 // killed while it holds a seat), and the learner that shortens spins that rarely pay
-// (ipc/spin_learner, and through wait_until and spin_until with real threads).
+// (ipc/spin_learner, and through wait_until and spin_until with real threads), and naps between
+// looks (nap_until).
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -282,4 +283,42 @@ TEST_CASE("a wait denied a seat sleeps at once and still wakes when done", "[spi
   CHECK(looks(board.seat(1)) < 20); // one CPU: it sleeps at once
   CHECK(board.spinning() == 0);
   CHECK_FALSE(ag::spin_until([] { return false; }, spin_policy{10ms, board.seat()}));
+}
+
+// -- nap_until ------------------------------------------------------------------------------------
+
+TEST_CASE("nap_until looks between naps until done or its bound, under a seat of the census",
+          "[spin]") {
+  local_board lb{2};
+  auto& board = lb.board();
+  ag::nap_precisely();
+  SECTION("done within the bound, by another thread") {
+    std::atomic<int> flag{0};
+    ag::wake_word w;
+    int looks = 0;
+    auto writer = set_after(flag, w, 5ms);
+    CHECK(ag::nap_until(
+      [&] {
+        ++looks;
+        return flag.load(std::memory_order_acquire) != 0;
+      },
+      board.seat(), 10s, 100us));
+    writer.join();
+    CHECK(looks > 2);     // it looked between naps
+    CHECK(looks < 5000);  // and napped between looks: a spin looks millions of times in 5 ms
+    CHECK(board.spinning() == 0);
+  }
+  SECTION("not done: false once the bound passed") {
+    const auto start = std::chrono::steady_clock::now();
+    CHECK_FALSE(ag::nap_until([] { return false; }, board.seat(), 3ms, 100us));
+    CHECK(std::chrono::steady_clock::now() - start >= 3ms);
+  }
+  SECTION("no seat (one CPU) or no bound: false at once, without a nap") {
+    board.count_cpus(1);
+    int looks = 0;
+    CHECK_FALSE(ag::nap_until([&] { return ++looks > 1000; }, board.seat(), 10s, 100us));
+    CHECK(looks == 1);
+    CHECK_FALSE(ag::nap_until([] { return false; }, {}, 0ns, 100us));
+    CHECK(ag::nap_until([] { return true; }, board.seat(), 0ns, 100us)); // done: true at once
+  }
 }
