@@ -393,10 +393,13 @@ constexpr std::chrono::microseconds nap_length{10};
 // between naps, for up to nap_bound, so that the answer and the user's next operator behind it
 // find it awake. On a virtual machine's idle CPU a thread asleep for longer than about 100 us
 // wakes 30 to 90 us late (measured on the H200 machine: docs/BENCHMARKS.md). Only where
-// spinning is on (spin_wait > 0) and a CPU is free for it (the census).
+// spinning is on (spin_wait > 0) and a CPU is free for it (the census), and not where the runners
+// answer on the board themselves: there a linger covers the round trip, and a seat is better
+// spent on the user's thread, whose wait the answer ends.
 void nap_for_answer(executor_self self) {
   auto& st = self->state;
-  if (!st.gate.awaited() || st.gate.linger().count() <= 0 || !st.plan->in_flight())
+  if (!st.gate.awaited() || st.gate.linger().count() <= 0 || st.plan->runners_see_board()
+      || !st.plan->in_flight())
     return;
   thread_local const bool precise = (nap_precisely(), true);
   (void)precise;

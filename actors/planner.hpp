@@ -168,6 +168,8 @@ public:
   bool heard_board() const;
   // True when a healthy lane has operators sent and not acknowledged.
   bool in_flight() const;
+  // True when the runners publish on the board themselves (the shared-memory path).
+  bool runners_see_board() const noexcept { return board_ != nullptr && runners_see_board_; }
   // True when what the next flush would send is releases alone: nothing waits for them but a
   // sync, so a driver may let them ride with the next operators.
   bool releases_alone() const;
