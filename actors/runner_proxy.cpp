@@ -17,7 +17,8 @@ namespace ag {
 namespace {
 
 // Between polls of the pidfd the proxy looks at its mailbox (shutdown); a death wakes it at once.
-constexpr std::chrono::milliseconds poll_slice{50};
+// Each slice is a wake-up of an idle runtime.
+constexpr std::chrono::milliseconds poll_slice{100};
 
 struct proxy_state {
   proxy_setup setup;

@@ -82,8 +82,9 @@ struct received {
 std::optional<received> receive(zmq::socket_t& sock, std::chrono::milliseconds timeout);
 
 // How long a drain waits when nothing is there: the latency with which the socket's actor notices
-// an exit request, not that of a message (a message ends the wait at once).
-constexpr std::chrono::milliseconds drain_wait{50};
+// an exit request, not that of a message (a message ends the wait at once). Each slice is a
+// wake-up of an idle runtime (docs/BENCHMARKS.md, idle CPU).
+constexpr std::chrono::milliseconds drain_wait{100};
 // The most messages one drain takes, so that an exit request is still noticed under load.
 constexpr int drain_limit = 1024;
 
