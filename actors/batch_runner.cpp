@@ -1,4 +1,5 @@
 #include "actors/batch_runner.hpp"
+#include "actors/operator_mark.hpp"
 
 #include <algorithm>
 #include <array>
@@ -30,9 +31,10 @@ constexpr uint64_t max_unconfirmed_ops = 4096;
 constexpr uint64_t store_share = 8;
 
 // While it lasts, the board shows the operator (or synchronize) the runner is inside, and so does
-// the runner's mark for its child's main thread on the sockets (which pulses it to the
-// controller): the controller's watchdog counts a child busy there as making progress as long as
-// the child's heartbeat goes on, though it reads nothing meanwhile.
+// the runner's mark for its child's main thread (which beats the heartbeat while it is set, and
+// on the sockets pulses it to the controller): the controller's watchdog counts a child busy
+// there as making progress as long as the child's heartbeat goes on, though it reads nothing
+// meanwhile.
 class running_mark {
 public:
   running_mark(const batch_runner_setup& s, uint64_t index) noexcept
@@ -40,13 +42,13 @@ public:
     if (board_)
       board_->running(lane_, index);
     if (mark_)
-      mark_->store(index, std::memory_order_relaxed);
+      mark_->enter(index);
   }
   ~running_mark() {
     if (board_)
       board_->running(lane_, 0);
     if (mark_)
-      mark_->store(0, std::memory_order_relaxed);
+      mark_->leave();
   }
   running_mark(const running_mark&) = delete;
   running_mark& operator=(const running_mark&) = delete;
@@ -54,7 +56,7 @@ public:
 private:
   completion_board* board_;
   uint32_t lane_;
-  std::atomic<uint64_t>* mark_;
+  operator_mark* mark_;
 };
 
 } // namespace

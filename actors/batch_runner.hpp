@@ -9,7 +9,6 @@
 // failure, after 4096 unconfirmed operators, or after copies of an eighth of the store.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -28,6 +27,7 @@ namespace ag {
 
 class completion_board;
 class kernel_stream;
+class operator_mark;
 class lane_streams;
 class naive_runner;
 class peer_directory;
@@ -60,9 +60,9 @@ struct batch_runner_setup {
   std::shared_ptr<lane_streams> streams;
   // Steps that repeat, as graphs (graph_option::cuda_graphs).
   step_policy steps;
-  // A child on the sockets (no board): where its main thread sees which operator (or
-  // synchronize) the runner is inside, 0 between them, to pulse it to the controller. Null: none.
-  std::atomic<uint64_t>* running = nullptr;
+  // A child's: where its main thread sees which operator (or synchronize) the runner is inside,
+  // to beat or pulse the heartbeat while one runs (actors/operator_mark.hpp). Null: none.
+  operator_mark* running = nullptr;
 };
 
 // What a runner did with the steps it saw (batch_runner::graphs).

@@ -77,6 +77,7 @@ using progress_atom = caf::atom_constant<caf::atom("progress")>;
 using unstage_atom = caf::atom_constant<caf::atom("unstage")>;
 using ticket_atom = caf::atom_constant<caf::atom("ticket")>;
 using resend_atom = caf::atom_constant<caf::atom("resend")>;
+using beat_atom = caf::atom_constant<caf::atom("beat")>; // a child's runner entered an operator
 
 // What a user's thread submitted while the runtime marks steps (actors/step_submits.hpp): an
 // operator, or (released != 0) the release of an operand; in the order they were made.

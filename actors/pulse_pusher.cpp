@@ -18,12 +18,12 @@ zmq::socket_t pulse_socket(zmq::context_t& ctx, const std::string& endpoint,
 } // namespace
 
 pulse_pusher::pulse_pusher(zmq::context_t& ctx, const std::string& endpoint, uint32_t lane,
-                           const std::atomic<uint64_t>& running,
+                           const operator_mark& running,
                            const std::optional<node_child>& node)
   : sock_(pulse_socket(ctx, endpoint, node)), lane_(lane), running_(running) {}
 
 void pulse_pusher::look() {
-  const uint64_t now = running_.load(std::memory_order_relaxed);
+  const uint64_t now = running_.running();
   if (now == 0 && last_ == 0)
     return;
   zmqs::send(sock_, {wire::msg_type::pulse, next_id_++, lane_}, wire::encode_pulse(now));

@@ -7,7 +7,6 @@
 // operator, as a child on the shared-memory path shows them there itself.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,6 +14,7 @@
 #include <zmq.hpp>
 
 #include "actors/node_child.hpp"
+#include "actors/operator_mark.hpp"
 
 namespace ag {
 
@@ -22,7 +22,7 @@ class pulse_pusher {
 public:
   // `running`: the runner's mark (batch_runner_setup::running), which outlives this.
   pulse_pusher(zmq::context_t& ctx, const std::string& endpoint, uint32_t lane,
-               const std::atomic<uint64_t>& running, const std::optional<node_child>& node);
+               const operator_mark& running, const std::optional<node_child>& node);
 
   // One look at the mark: a Pulse when the runner is inside an operator, or just left one.
   void look();
@@ -32,7 +32,7 @@ public:
 private:
   zmq::socket_t sock_;
   uint32_t lane_;
-  const std::atomic<uint64_t>& running_;
+  const operator_mark& running_;
   uint64_t last_ = 0; // the index the last Pulse named
   uint64_t next_id_ = 1;
 };

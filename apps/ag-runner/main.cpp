@@ -12,12 +12,11 @@
 // every 50 ms while an operator runs (actors/pulse_pusher.hpp). With --channel (the shared-memory
 // path), a ring reader takes the batches from the broadcast ring in OBJ and runs them on the same
 // batch runner, publishing its acknowledgements on OBJ's board too, and its main thread beats the
-// lane's heartbeat there at least every 50 ms.
+// lane's heartbeat there every 50 ms while an operator runs (and every 250 ms otherwise).
 // Exit codes (README.md, "Exit codes"): 0 after an orderly exit, 2 bad command line, 3 start-up
 // failed (the reason is left in the segment for the controller), 4 its stream failed to start or
 // stopped. It reads no configuration file: not caf-application.ini from whatever directory the
 // controller runs in, nor --config-file.
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -34,6 +33,7 @@
 #include "actorgraph/error.hpp"
 #include "apps/app_config.hpp"
 #include "actors/node_child.hpp"
+#include "actors/operator_mark.hpp"
 #include "actors/protocol.hpp"
 #include "actors/quiet_pool.hpp"
 #include "actors/pulse_pusher.hpp"
@@ -70,8 +70,11 @@ public:
   }
 };
 
-// How often the main thread looks at the exit flag and its parent between mailbox waits.
+// How often the main thread beats the heartbeat while its runner is inside an operator, and how
+// long it sleeps between looks at the exit flag and its parent otherwise (a runner that enters an
+// operator wakes it: actors/operator_mark.hpp).
 constexpr std::chrono::milliseconds watch_slice{50};
+constexpr std::chrono::milliseconds idle_slice{250};
 
 bool parent_alive(pid_t parent) { return ::getppid() == parent; }
 
@@ -97,7 +100,6 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
     timeline->name_process(::getpid(), "ag-runner " + args.where.str());
   }
   int exit_code = 0;
-  std::atomic<uint64_t> running_op{0}; // the sockets: the operator the runner is inside (0: none)
   {
     caf::actor_system sys{cfg};
     // A node's child decrypts each data stream, and encrypts each return stream, in an I/O
@@ -105,6 +107,10 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
     auto ctx = std::make_shared<zmq::context_t>(static_cast<int>(
       1 + std::max(args.data_endpoints.size(), args.return_endpoints.size())));
     caf::scoped_actor self{sys};
+    // The operator the runner is inside; it wakes this thread from an idle slice.
+    ag::operator_mark mark{[main = caf::actor_cast<caf::actor>(self)] {
+      caf::anon_send(main, ag::beat_atom::value);
+    }};
     // A node's child reaches its controller over TCP with CURVE and trades store bytes with it.
     std::optional<ag::node_child> node;
     if (!args.curve_server_key.empty())
@@ -139,6 +145,7 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
       rs.runner.exports = exports;
       rs.runner.exports.spin = rs.spin;
       rs.runner.steps = steps;
+      rs.runner.running = &mark;
       stream = ag::spawn_ring_reader(sys, std::move(rs), pusher, caf::actor_cast<caf::actor>(self));
       ss.pusher = pusher;
       subscriber = ag::spawn_subscriber(sys, std::move(ss));
@@ -146,8 +153,8 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
       ag::batch_runner_setup rs{args.lane, args.where, store.base(), store.size(), pin, timeline};
       rs.exports = exports;
       rs.steps = steps;
-      rs.running = &running_op;
-      pulse.emplace(*ctx, args.pull_endpoint, args.lane, running_op, node);
+      rs.running = &mark;
+      pulse.emplace(*ctx, args.pull_endpoint, args.lane, mark, node);
       ss.runner = std::move(rs);
       ss.pull_endpoint = args.pull_endpoint;
       stream = subscriber = ag::spawn_subscriber(sys, std::move(ss));
@@ -158,6 +165,7 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
     while (running) {
       self->receive(
         [&](ag::destroy_atom) { running = false; },
+        [&](ag::beat_atom) {}, // the runner entered an operator: beat now
         [&](caf::down_msg& dm) {
           std::string why = dm.reason ? ag::describe(dm.reason, args.where.str()) : "stopped";
           sync.report_error(why);
@@ -165,7 +173,8 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
           exit_code = ag::app::exit_stream_failed;
           running = false;
         },
-        caf::after(watch_slice) >> [] {});
+        caf::after(mark.doze() ? idle_slice : watch_slice) >> [] {});
+      mark.awake();
       // A sign of life on its own thread: the ring reader may spend seconds inside one operator,
       // reading nothing, and the watchdog must tell it from a child that is stopped.
       // On the sockets the controller hears it as a Pulse, and only while an operator runs.
@@ -180,6 +189,9 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
     for (auto& a : {subscriber, stream, pusher})
       if (a)
         self->send_exit(a, caf::exit_reason::user_shutdown);
+    for (auto& a : {subscriber, stream, pusher}) // they use the mark until they are gone
+      if (a)
+        self->wait_for(a);
   } // the actor system waits for its actors; the pusher's linger lets last messages out
   if (timeline) { // the controller merges it once this process has exited
     try {
