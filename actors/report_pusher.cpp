@@ -6,28 +6,21 @@
 
 namespace ag {
 
-namespace {
-
-zmq::socket_t reports_socket(zmq::context_t& ctx, const std::string& endpoint,
-                             const std::optional<node_child>& node) {
+zmq::socket_t child_pusher(zmq::context_t& ctx, const std::string& endpoint,
+                           const std::optional<node_child>& node, int io_thread) {
   if (!node)
-    return zmqs::pusher(ctx, endpoint);
+    return zmqs::pusher(ctx, endpoint, nullptr, io_thread);
   zmqs::curve_keys keys{node->public_key, node->secret_key, node->server_key};
-  return zmqs::pusher(ctx, endpoint, &keys);
+  return zmqs::pusher(ctx, endpoint, &keys, io_thread);
 }
-
-} // namespace
 
 report_pusher::report_pusher(zmq::context_t& ctx, const std::string& endpoint, uint32_t lane,
                              device where, std::optional<node_child> node)
-  : sock_(reports_socket(ctx, endpoint, node)), lane_(lane), where_(where),
-    node_(std::move(node)) {
-  if (node_) {
-    zmqs::curve_keys keys{node_->public_key, node_->secret_key, node_->server_key};
+  : sock_(child_pusher(ctx, endpoint, node)), lane_(lane), where_(where), node_(std::move(node)) {
+  if (node_)
     for (std::size_t k = 0; k < node_->return_endpoints.size(); ++k) // stream k: I/O thread k + 1
       returns_.push_back(
-        zmqs::pusher(ctx, node_->return_endpoints[k], &keys, static_cast<int>(k + 1)));
-  }
+        child_pusher(ctx, node_->return_endpoints[k], node_, static_cast<int>(k + 1)));
 }
 
 void report_pusher::push(wire::msg_type type, const wire::bytes& body) {

@@ -22,6 +22,10 @@
 
 namespace ag {
 
+// A child's PUSH connected to `endpoint`: over CURVE with a node's keys, plain without.
+zmq::socket_t child_pusher(zmq::context_t& ctx, const std::string& endpoint,
+                           const std::optional<node_child>& node, int io_thread = -1);
+
 class report_pusher {
 public:
   // A Done whose batches wrote this many bytes or fewer sends them on the reports connection,
