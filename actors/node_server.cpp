@@ -28,6 +28,7 @@ struct node_state {
   node_server_setup setup;
   std::optional<session> current;
   bool quitting = false;
+  uint64_t served = 0; // controllers served so far, this one counted
 
   static inline const char* name = "ag.node_server";
 };
@@ -122,6 +123,7 @@ caf::result<std::vector<caf::actor>> start(node_self self, node_request& req) {
   const auto start_timeout = std::chrono::milliseconds{req.start_timeout_ms};
   const auto stop_timeout = std::chrono::milliseconds{req.stop_timeout_ms};
   std::vector<caf::actor> reply;
+  ++st.served;
   for (std::size_t i = 0; i < req.lanes.size(); ++i) {
     auto ps = make_proxy_setup(s.env->setup(), req.lanes[i], req.devices[i], req.store_bytes,
                                start_timeout, stop_timeout);
@@ -137,6 +139,10 @@ caf::result<std::vector<caf::actor>> start(node_self self, node_request& req) {
     ps.args.graphs = req.graphs;
     ps.args.max_graphs = req.max_graphs;
     ps.args.graph_after = req.graph_after;
+    if (!st.setup.timeline_dir.empty())
+      ps.args.timeline_part = st.setup.timeline_dir + "/" + me + "-lane"
+                              + std::to_string(req.lanes[i]) + "-" + std::to_string(st.served)
+                              + ".part";
     ps.name = me + "/" + req.devices[i].str();
     auto proxy = spawn_runner_proxy(self->home_system(), std::move(ps));
     self->monitor(proxy);

@@ -23,6 +23,9 @@ struct node_server_setup {
   std::string curve_secret;
   std::set<std::string> controller_keys; // the CURVE public keys of the controllers allowed
   std::string runner_path;               // ag-runner (empty: found as a runtime finds it)
+  // Non-empty: each child writes its timeline there as it exits (DIR/NAME-laneL-S.part, S the
+  // controller served: its 1st, 2nd, ...), for a controller's timeline on this same machine.
+  std::string timeline_dir;
   std::function<void(const std::string&)> log; // a line per controller served, refused or lost
 };
 

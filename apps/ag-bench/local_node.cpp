@@ -109,20 +109,24 @@ local_node::directory::~directory() {
     cleanup::forget_path(slot);
 }
 
-local_node::local_node(const std::string& name, std::chrono::milliseconds timeout)
+local_node::local_node(const std::string& name, std::chrono::milliseconds timeout,
+                       const std::string& timeline_dir)
   : dir_(name), name_(name) {
   const std::string keygen = beside_ag_bench("ag-keygen");
   const std::string node = beside_ag_bench("ag-node");
   const std::string runner = beside_ag_bench("ag-runner");
   make_identity(keygen, dir_.file(controller), dir_.file(keygen_log));
   make_identity(keygen, dir_.file(name), dir_.file(keygen_log));
-  node_ = logged_process::spawn(node,
-                                {"--name=" + name, "--listen=tcp://127.0.0.1:0",
-                                 "--key=" + dir_.file(name + ".secret"),
-                                 "--allow=" + dir_.file(std::string{controller} + ".public"),
-                                 "--runner=" + runner,
-                                 "--timeout-ms=" + std::to_string(timeout.count())},
-                                dir_.file(node_log));
+  std::vector<std::string> args{"--name=" + name, "--listen=tcp://127.0.0.1:0",
+                                "--key=" + dir_.file(name + ".secret"),
+                                "--allow=" + dir_.file(std::string{controller} + ".public"),
+                                "--runner=" + runner,
+                                "--timeout-ms=" + std::to_string(timeout.count())};
+  if (!timeline_dir.empty()) {
+    std::filesystem::create_directories(timeline_dir);
+    args.push_back("--timeline-dir=" + std::filesystem::absolute(timeline_dir).string());
+  }
+  node_ = logged_process::spawn(node, args, dir_.file(node_log));
   running_node = node_.pid();
   try {
     await_listening(node);

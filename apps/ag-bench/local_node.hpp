@@ -23,7 +23,10 @@ public:
   // listens. Throws ag::error naming what failed (a program missing beside ag-bench, with the path
   // looked at; ag-keygen's or ag-node's exit with the end of its output); whatever it had started
   // or made is gone again by then.
-  local_node(const std::string& name, std::chrono::milliseconds timeout);
+  // timeline_dir non-empty: the node's children write their timelines there (ag-node
+  // --timeline-dir), created if need be.
+  local_node(const std::string& name, std::chrono::milliseconds timeout,
+             const std::string& timeline_dir = {});
   ~local_node();
   local_node(const local_node&) = delete;
   local_node& operator=(const local_node&) = delete;

@@ -100,7 +100,9 @@ node_figures measure_node(const ag::device& local, const node_sizes& n) {
   node_figures f;
   std::optional<local_node> node;
   try {
-    node.emplace("n1", node_timeout);
+    // With a timeline, the node's children write theirs beside it (TIMELINE.node-children/).
+    node.emplace("n1", node_timeout,
+                 n.timeline.empty() ? std::string{} : n.timeline + ".node-children");
   } catch (const ag::error& e) {
     throw cannot_start(std::string{"node mode: "} + e.what());
   }

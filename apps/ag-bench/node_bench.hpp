@@ -24,7 +24,8 @@ struct node_sizes {
   std::size_t bytes;  // of each upload and download
   int repeats;        // of each upload and download, after one of warm-up
   std::size_t streams = 8; // graph_option::node_streams
-  std::string timeline;     // non-empty: the runtime's timeline goes to TIMELINE.node.json
+  std::string timeline; // non-empty: the runtime's timeline goes to TIMELINE.node.json, and the
+                        // node's children's to TIMELINE.node-children/
   std::chrono::microseconds spin{50}; // graph_option::spin_wait
 };
 

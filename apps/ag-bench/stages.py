@@ -3,7 +3,7 @@
 (FILE.MODE.json; docs/BENCHMARKS.md, "Where a wait's time goes").
 
     /usr/bin/python3 apps/ag-bench/stages.py FILE.MODE.json [--wait read|sync] [--board] [--last N]
-                                             [--show K]
+                                             [--show K] [--part PART ...]
 
 Each of the user's waits (the --wait spans, "read" by default: ag-bench's round trip is
 `(a + b).to_vector()`; a node's sync round trip is "sync") on the controller's track "user's
@@ -28,6 +28,10 @@ finds what happened in between, by the clock every process shares (CLOCK_MONOTON
 process's and track's, in order (the executor's instants "submit", "ticket", "flush", "flush held"
 and "done" say when it took what: the time before one is a wake-up or other work).
 
+--part adds the events of timeline part files (one event per line), such as those of a node's
+children that ag-bench --mode=node --timeline=FILE keeps in FILE.node-children/ (ag-node
+--timeline-dir): on one machine they share the controller's clock.
+
 A stage whose events are missing (a node's children keep their timelines on the node) is left
 out, and the span from the last event found to the next one found takes its time. It prints the
 median and the 90th percentile of each stage over the last N waits (default: all) and their sum
@@ -40,10 +44,13 @@ import sys
 from bisect import bisect_left
 
 
-def load(path):
+def load(path, parts=()):
     with open(path) as f:
         doc = json.load(f)
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    for part in parts:
+        with open(part) as f:
+            events += [json.loads(line) for line in f if line.strip()]
     return [e for e in events if e.get("ph") == "X"]
 
 
@@ -51,6 +58,12 @@ def load_meta(path):
     with open(path) as f:
         doc = json.load(f)
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    return [e for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"]
+
+
+def load_meta_part(path):
+    with open(path) as f:
+        events = [json.loads(line) for line in f if line.strip()]
     return [e for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"]
 
 
@@ -77,7 +90,9 @@ def main(argv):
     last = int(option("--last", 0))
     wait = option("--wait", "read")
     board = "--board" in argv
-    events = load(argv[1])
+    parts = argv[argv.index("--part") + 1:] if "--part" in argv else []
+    parts = [a for a in parts if not a.startswith("--")]
+    events = load(argv[1], parts)
     waits, _ = starts(events, lambda e: e.get("cat") == "user" and e.get("name") == wait)
     if last:
         waits = waits[-last:]
@@ -119,7 +134,7 @@ def main(argv):
     if 0 <= show < len(waits):
         w = waits[show]
         names_of = {}
-        for e in load_meta(argv[1]):
+        for e in load_meta(argv[1]) + [m for p in parts for m in load_meta_part(p)]:
             names_of[(e["pid"], e.get("tid"))] = e.get("args", {}).get("name", "")
         for e in sorted(events, key=lambda e: e["ts"]):
             if w["ts"] - 50 <= e["ts"] <= w["ts"] + w.get("dur", 0):

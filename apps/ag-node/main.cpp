@@ -42,6 +42,7 @@ public:
   std::string key;
   std::string allow;
   std::string runner;
+  std::string timeline_dir;
   size_t timeout_ms = 5000;
 
   node_config() : ag::app::config("ag-node", true) {
@@ -51,7 +52,10 @@ public:
       .add(key, "key", "this node's identity, as ag-keygen wrote it (NAME.secret, mode 0600)")
       .add(allow, "allow", "the controllers allowed: their .public files, comma-separated")
       .add(runner, "runner", "the ag-runner program (default: beside ag-node)")
-      .add(timeout_ms, "timeout-ms", "a controller silent this long is gone: its children stop");
+      .add(timeout_ms, "timeout-ms", "a controller silent this long is gone: its children stop")
+      .add(timeline_dir, "timeline-dir",
+           "each child writes its timeline there as it exits (NAME-laneL-S.part: trace-event "
+           "lines), for a controller's --timeline on this machine (apps/ag-bench/stages.py)");
     set("logger.console", caf::atom("none"));
   }
 };
@@ -127,6 +131,7 @@ int start(int argc, char** argv) {
   setup.curve_public = self.pub.curve_public;
   setup.curve_secret = self.curve_secret;
   setup.runner_path = runner;
+  setup.timeline_dir = cfg.timeline_dir;
   setup.log = [name = cfg.name](const std::string& line) {
     std::fprintf(stderr, "ag-node %s: %s\n", name.c_str(), line.c_str());
   };
