@@ -31,7 +31,7 @@ std::string z85_of(const zmq::message_t& key) {
 
 zap_handler::zap_handler(zmq::context_t& ctx, std::map<std::string, std::string> allowed,
                          std::function<void(const std::string&)> log)
-  : allowed_(std::move(allowed)), log_(std::move(log)), ctx_(&ctx) {
+  : allowed_(std::move(allowed)), log_(std::move(log), "refused peers"), ctx_(&ctx) {
   auto* sock = new zmq::socket_t{ctx, zmq::socket_type::rep};
   try {
     sock->set(zmq::sockopt::linger, 0);
@@ -156,9 +156,8 @@ void zap_handler::take_event(watched& w) {
       if (c.told)
         return;
       ++refused_;
-      if (log_)
-        log_("refused a peer from " + c.peer + " on the " + w.what + " socket: "
-             + (c.failure.empty() ? "it left before its handshake completed" : c.failure));
+      log_.line("refused a peer from " + c.peer + " on the " + w.what + " socket: "
+                + (c.failure.empty() ? "it left before its handshake completed" : c.failure));
       return;
     }
     default:
@@ -169,6 +168,7 @@ void zap_handler::take_event(watched& w) {
 void zap_handler::run(void* raw) {
   auto& sock = *static_cast<zmq::socket_t*>(raw);
   while (!stop_) {
+    log_.tick(); // the summary of a flood that stopped
     {
       std::lock_guard<std::mutex> guard{mutex_};
       for (auto& w : added_)
@@ -220,9 +220,8 @@ void zap_handler::run(void* raw) {
     }
     if (status != "200") {
       ++refused_;
-      if (log_)
-        log_("refused a peer from " + (address.empty() ? std::string{"?"} : address) + ": "
-             + text);
+      log_.line("refused a peer from " + (address.empty() ? std::string{"?"} : address) + ": "
+                + text);
     }
     const std::string version = "1.0";
     sock.send(zmq::buffer(version), zmq::send_flags::sndmore);

@@ -2,7 +2,8 @@
 // RFC 27, at inproc://zeromq.zap.01). It answers every CURVE handshake of the sockets of one ZMQ
 // context from a list of allowed public keys, each with the name it is known by (a node's name),
 // which becomes the User-Id of every message that peer sends. A peer it refuses is logged with its
-// address. It runs on a thread of its own and must be up before any CURVE server socket binds:
+// address, at most 10 lines a second (then one line says how many more were refused:
+// ipc/log_limit.hpp), so that a flood of strangers cannot flood the log. It runs on a thread of its own and must be up before any CURVE server socket binds:
 // libzmq lets every client in when no handler is bound. It also watches the connections of the
 // sockets it is given (a socket monitor), so that a peer that never reaches it (plaintext, the
 // wrong server key, garbage) is logged too, with the address the accepted connection came from
@@ -16,6 +17,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "ipc/log_limit.hpp"
 
 namespace zmq {
 class context_t;
@@ -57,7 +60,7 @@ private:
   void take_event(watched& w);
 
   std::map<std::string, std::string> allowed_;
-  std::function<void(const std::string&)> log_;
+  log_limit log_; // used by the thread alone
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> refused_{0};
   void* sock_ = nullptr;

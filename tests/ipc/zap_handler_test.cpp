@@ -1,6 +1,7 @@
 // Tests of ipc/zap_handler.cpp with real CURVE sockets over TCP loopback: an allowed key gets in
 // and its messages carry its name; an unknown key, a plaintext peer and a peer that expects
-// another server are refused, and the handler logs each refusal with the peer's address.
+// another server are refused, and the handler logs each refusal with the peer's address, at a
+// bounded rate when they flood in.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -102,4 +103,28 @@ TEST_CASE("a CURVE server lets in the keys it allows, named, and logs every othe
     CHECK(log.eventually("refused a peer from ", "wrong server key"));
     CHECK_FALSE(log.has(at + " ", ""));
   }
+}
+
+TEST_CASE("a flood of refused peers is logged at a bounded rate, the rest counted in one line",
+          "[ipc]") {
+  zmq::context_t ctx{1};
+  key_pair server;
+  log_lines log;
+  ag::zap_handler zap{ctx, {}, [&](const std::string& l) { log.add(l); }};
+  const zmqs::curve_keys server_keys{server.pub, server.sec, ""};
+  auto pull = zmqs::puller(ctx, "tcp://127.0.0.1:0", &server_keys);
+  zap.watch(pull, "reports");
+  const std::string at = "tcp://127.0.0.1:" + std::to_string(zmqs::bound_port(pull));
+  std::vector<zmq::socket_t> strangers;
+  for (int i = 0; i < 40; ++i) {
+    key_pair k;
+    const zmqs::curve_keys keys{k.pub, k.sec, server.pub};
+    strangers.push_back(zmqs::pusher(ctx, at, &keys));
+  }
+  for (int i = 0; i < 300 && zap.refused() < 40; ++i)
+    std::this_thread::sleep_for(10ms);
+  REQUIRE(zap.refused() >= 40);
+  CHECK(log.eventually("... and ", "more refused peers")); // once the second is over
+  std::lock_guard<std::mutex> g{log.m};
+  CHECK(log.lines.size() <= 10 * 3 + 3); // a few seconds at most 10 lines each, and summaries
 }
