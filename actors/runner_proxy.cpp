@@ -9,6 +9,7 @@
 #include "actorgraph/error.hpp"
 #include "actors/protocol.hpp"
 #include "graph/deadline.hpp"
+#include "ipc/leftovers.hpp"
 #include "ipc/sub_process.hpp"
 #include "ipc/sub_process_sync.hpp"
 
@@ -37,7 +38,23 @@ struct proxy_state {
   const std::optional<exit_status>& wait_slice() {
     pollfd pfd{child.pidfd(), POLLIN, 0};
     ::poll(&pfd, 1, static_cast<int>(poll_slice.count()));
-    return child.try_wait();
+    const auto& status = child.try_wait();
+    if (status)
+      forget_if_killed();
+    return status;
+  }
+
+  // Kills the child and reaps it, now.
+  void kill_and_reap() noexcept {
+    child.kill_and_reap();
+    forget_if_killed();
+  }
+
+  // A reaped child killed by a signal had no chance to destroy its CUDA interprocess events and
+  // handles: the files the driver made for them in /dev/shm go with it (its own, nothing else).
+  void forget_if_killed() noexcept {
+    if (const auto& status = child.try_wait(); status && status->signal != 0)
+      remove_cuda_ipc_files(child.pid());
   }
 
   // The child's own account of a failed start, when it left one.
@@ -56,7 +73,7 @@ struct proxy_state {
     if (child.running()) {
       sync.notify_exit();
       child.wait_for(std::chrono::milliseconds{200});
-      child.kill_and_reap();
+      kill_and_reap();
     }
   }
 
@@ -80,7 +97,7 @@ runner_proxy_actor::behavior_type stopping(proxy_self self,
         return self->quit();
       }
       if (std::chrono::steady_clock::now() >= deadline) { // reported by the executor
-        st.child.kill_and_reap();
+        st.kill_and_reap();
         return self->quit(make_error(errc::device_failed, st.who() + " did not exit within "
                                                            + duration_string(st.setup.stop_timeout)
                                                            + " of shutdown: killed"));

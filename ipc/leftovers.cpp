@@ -318,4 +318,26 @@ leftovers_removed remove_leftovers(const std::string& tmp) noexcept {
   return out;
 }
 
+std::size_t remove_cuda_ipc_files(long pid) noexcept {
+  std::size_t removed = 0;
+  try {
+    const std::string prefix =
+      "cuda.shm." + std::to_string(::getuid()) + "." + std::to_string(pid) + ".";
+    const fd_guard shm{::open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+    if (shm.fd < 0)
+      return 0;
+    for (const auto& name : entries(shm.fd)) {
+      if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0
+          || name.find_first_not_of("0123456789", prefix.size()) != std::string::npos)
+        continue;
+      struct stat st {};
+      if (::fstatat(shm.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)
+          && st.st_uid == ::geteuid() && ::unlinkat(shm.fd, name.c_str(), 0) == 0)
+        ++removed;
+    }
+  } catch (...) {
+  }
+  return removed;
+}
+
 } // namespace ag

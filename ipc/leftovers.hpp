@@ -54,6 +54,12 @@ struct leftovers_removed {
 // subdirectory is left whole. Never throws.
 leftovers_removed remove_leftovers(const std::string& tmp_dir) noexcept;
 
+// What the CUDA driver leaves in /dev/shm for a process that made interprocess events or memory
+// handles and was killed before it destroyed them: cuda.shm.<uid>.<pid>.<n>, this user's regular
+// files only. Removes those of `pid` (a child the caller reaped, killed by a signal) and nothing
+// else; returns how many. Never throws.
+std::size_t remove_cuda_ipc_files(long pid) noexcept;
+
 // The directory runtimes put their endpoints under: $TMPDIR, else /tmp.
 std::string tmp_dir();
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -170,6 +171,59 @@ TEST_CASE("a child inside an operator longer than progress_timeout, with broadca
     CHECK(runner_children().empty());
     CHECK(my_shm().empty());
   }
+}
+
+namespace {
+
+// A file in /dev/shm as the CUDA driver names one for a process's interprocess events.
+std::string cuda_ipc_file(const std::string& uid, const std::string& pid, const std::string& n) {
+  return "/dev/shm/cuda.shm." + uid + "." + pid + "." + n;
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+void plant(const std::string& path) { std::ofstream{path} << "x"; }
+
+} // namespace
+
+TEST_CASE("the proxy that reaps a child killed by a signal removes that child's CUDA IPC files in "
+          "/dev/shm, and nothing else",
+          "[faults]") {
+  const std::string uid = std::to_string(::getuid());
+  std::vector<std::string> kept;
+  {
+    ag::runtime rt{option(2, 1000ms)};
+    const pid_t killed = runner_of_lane(1);
+    const pid_t exits = runner_of_lane(2);
+    REQUIRE(killed > 0);
+    REQUIRE(exits > 0);
+    const std::string k = std::to_string(killed);
+    const std::vector<std::string> its{cuda_ipc_file(uid, k, "1"), cuda_ipc_file(uid, k, "2")};
+    for (const auto& f : its)
+      plant(f);
+    kept = {cuda_ipc_file(uid, k + "0", "1"),   // another pid that begins alike
+            cuda_ipc_file(uid, k, "1x"),        // not the driver's shape
+            cuda_ipc_file(uid + "9", k, "1"),   // another user's name
+            cuda_ipc_file(uid, std::to_string(exits), "1")}; // a child that exits in order
+    for (const auto& f : kept)
+      plant(f);
+    const std::string link = cuda_ipc_file(uid, k, "3"); // a link: never followed or removed
+    REQUIRE(::symlink(kept[0].c_str(), link.c_str()) == 0);
+    kept.push_back(link);
+    ::kill(killed, SIGKILL);
+    auto x = rt.full({4}, 1.0f, ag::device::sim(0));
+    CHECK_THROWS_WITH(x.to_vector(), Contains("sim:0") && Contains("signal 9"));
+    CHECK(within(5000ms, [&] { return !exists(its[0]) && !exists(its[1]); }));
+  } // the other child exits in order: its file is the driver's business, not the proxy's
+  for (const auto& f : kept) {
+    CHECK(exists(f));
+    ::unlink(f.c_str());
+  }
+  CHECK(runner_children().empty());
+  CHECK(my_shm().empty());
 }
 
 TEST_CASE("children exit within 2 s of their controller's death, and a later runtime removes "
