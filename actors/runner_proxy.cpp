@@ -145,6 +145,7 @@ runner_proxy_actor::behavior_type runner_proxy(proxy_self self, proxy_setup setu
         throw error(st.who() + " failed to start: " + st.reason(*status));
       throw error(st.who() + " did not start within " + duration_string(st.setup.start_timeout));
     }
+    st.sync.unlink_name(); // the child has it open: no name is left to outlive them both
   } catch (const std::exception& e) {
     const std::string what = e.what();
     self->quit(make_error(errc::device_failed,

@@ -89,6 +89,13 @@ sub_process_sync::~sub_process_sync() = default;
 
 const std::string& sub_process_sync::name() const noexcept { return impl_->name; }
 
+void sub_process_sync::unlink_name() noexcept {
+  if (!impl_ || !impl_->owner)
+    return;
+  impl_->owner = false; // removed: the destructor has nothing more to remove
+  bip::shared_memory_object::remove(impl_->name.c_str());
+}
+
 std::size_t sub_process_sync::segment_bytes() noexcept { return sizeof(block); }
 
 sub_process_sync sub_process_sync::create(const std::string& name, const std::vector<char>& args) {

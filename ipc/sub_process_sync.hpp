@@ -55,6 +55,9 @@ public:
   void notify_exit() noexcept;
   // The child's start-up error, empty if it left none.
   std::string child_error() const;
+  // Once the child has it open: removes the segment's name (both sides keep their mappings), so
+  // that nothing is left of it in /dev/shm whatever kills them. Never throws.
+  void unlink_name() noexcept;
 
 private:
   struct impl;

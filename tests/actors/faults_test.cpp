@@ -232,7 +232,7 @@ TEST_CASE("children exit within 2 s of their controller's death, and a later run
   private_tmpdir tmp;
   ag::runtime live{option(1, 20000ms)}; // a live runtime's names must survive the clean-up
   const auto live_shm = my_shm();
-  REQUIRE(live_shm.size() == shm_objects(1)); // store, one start-up segment (, channel)
+  REQUIRE(live_shm.size() == shm_objects()); // store (, channel)
 
   auto controller = ag::sub_process::spawn(beside_this_program("ag-test-controller",
                                                                AG_TEST_CONTROLLER),
@@ -246,7 +246,7 @@ TEST_CASE("children exit within 2 s of their controller's death, and a later run
   controller.kill(SIGKILL);
   REQUIRE(controller.wait_for(5000ms));
   CHECK(all_exited_within(2000ms, children));
-  CHECK(my_shm(dead).size() == shm_objects(2)); // left behind: store, start-up segments (, channel)
+  CHECK(my_shm(dead).size() == shm_objects()); // left behind: store (, channel)
   const auto dead_dir = "ag-" + std::to_string(dead) + "-";
   auto has_dead_dir = [&] {
     for (const auto& n : list_dir(tmp.path))
@@ -280,7 +280,7 @@ TEST_CASE("with stop signals installed, SIGTERM or SIGINT to a controller remove
     REQUIRE(within(20000ms, [&] { return ::access((tmp.path + "/ready").c_str(), F_OK) == 0; }));
     const auto children = runner_children(pid);
     REQUIRE(children.size() == 2);
-    REQUIRE(my_shm(pid).size() == shm_objects(2)); // store, two start-up segments (, channel)
+    REQUIRE(my_shm(pid).size() == shm_objects()); // store (, channel)
     controller.kill(sig);
     const auto& status = controller.wait_for(5000ms);
     REQUIRE(status);
@@ -305,7 +305,7 @@ TEST_CASE("two runtimes side by side have their own endpoints and shared memory,
     CHECK(list_dir(tmp.path + "/" + d).size() == 3); // pub, pull and the owner marker
   }
   const auto shm = my_shm();
-  CHECK(shm.size() == 2 * shm_objects(1)); // each: store, one start-up segment (, channel)
+  CHECK(shm.size() == 2 * shm_objects()); // each: store (, channel)
   for (const auto& name : shm)
     CHECK(mode_of("/dev/shm/" + name) == 0600);
   auto a = first.full({4}, 1.0f, ag::device::sim(0));

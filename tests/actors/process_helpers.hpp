@@ -97,10 +97,11 @@ inline std::string transport_under_test_name() {
   return transport_under_test() == ag::transport::sockets ? "sockets" : "shared_memory";
 }
 
-// How many shared-memory objects a live process-mode runtime with `children` children holds: its
-// store, one start-up segment per child, and on the shared-memory path its channel.
-inline std::size_t shm_objects(std::size_t children) {
-  return 1 + children + (transport_under_test() == ag::transport::shared_memory ? 1 : 0);
+// How many shared-memory objects a live process-mode runtime holds by name: its store, and on the
+// shared-memory path its channel (a child's start-up segment loses its name once the child has it
+// open).
+inline std::size_t shm_objects() {
+  return 1 + (transport_under_test() == ag::transport::shared_memory ? 1 : 0);
 }
 
 // The shared-memory objects of the runtimes of process `pid` (their names begin with ag-<pid>-).
