@@ -97,7 +97,7 @@ std::vector<std::pair<operand_id, std::size_t>> batch_runner::release_points(con
 
 batch_runner::batch_runner(batch_runner_setup setup, runner_answers& out)
   : setup_(std::move(setup)), out_(out), steps_(setup_.steps),
-    pid_(static_cast<int>(::getpid())) {
+    pid_(static_cast<int>(::getpid())), entries_(setup_.entries_before) {
   if (setup_.timeline)
     setup_.timeline->name_track(pid_, track(), setup_.dev.str());
   host_bytes_budget_ = std::max<uint64_t>(setup_.store_size / store_share, 1);

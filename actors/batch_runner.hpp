@@ -63,6 +63,9 @@ struct batch_runner_setup {
   // A child's: where its main thread sees which operator (or synchronize) the runner is inside,
   // to beat or pulse the heartbeat while one runs (actors/operator_mark.hpp). Null: none.
   operator_mark* running = nullptr;
+  // The entries its lane acknowledged before this runner (a child started in place of a dead
+  // one): its count goes on from there.
+  uint64_t entries_before = 0;
 };
 
 // What a runner did with the steps it saw (batch_runner::graphs).

@@ -14,6 +14,7 @@
 
 #include "actors/flush_gate.hpp"
 #include "actors/lane_topology.hpp"
+#include "actors/node_protocol.hpp"
 #include "actors/protocol.hpp"
 #include "actors/store_fence.hpp"
 #include "actors/wait_deadlines.hpp"
@@ -44,6 +45,7 @@ public:
   void flush_soon() override;
   void expire_after(uint64_t wait, std::chrono::milliseconds after) override;
   void check_progress_after(std::chrono::milliseconds after) override;
+  void restart(uint32_t lane, uint32_t generation, uint64_t entries_before) override;
 
 private:
   executor_self self_;
@@ -72,6 +74,7 @@ struct executor_state {
   wait_deadlines deadlines; // of the planner's waits, behind one timer
   std::string shutdown_problems; // what went wrong as the runners stopped; empty: nothing
   std::shared_ptr<ag::timeline> timeline; // null: no instants
+  std::chrono::milliseconds start_timeout{60000}; // a child's, and a restarted child's
 
   // An instant on the executor's track: when a message on a wait's way was taken, or a flush
   // held or went out.
@@ -93,6 +96,8 @@ struct executor_state {
 };
 
 void resend_later(executor_self self);
+void say_hello(executor_self self);
+void answer_stats(executor_self self);
 
 void executor_outbox::run(uint32_t lane, batch b) {
   store_fence::release(); // the uploads stored for it
@@ -168,6 +173,56 @@ void executor_outbox::kill(uint32_t lane) {
 
 void executor_outbox::flush_soon() { self_->send(self_, flush_atom::value); }
 
+// A node's answer to a restart of `lane`: its new child's proxy, adopted while the planner still
+// waits for that restart (else it goes at once); or why there is none, which ends the restart as
+// a death would.
+void node_restarted(executor_self self, uint32_t lane, uint32_t generation,
+                    runner_proxy_actor proxy) {
+  auto& st = self->state;
+  const auto& ln = st.plan->lane(lane);
+  st.lanes->adopt(lane, proxy);
+  if (st.plan->stopping())
+    self->send(proxy, shutdown_atom::value);
+  else if (!ln.restarting || ln.restarts != generation)
+    self->send(proxy, kill_atom::value);
+  else
+    say_hello(self);
+}
+
+// A new child for a lane whose child is gone (by its node, for a node's lane); it has
+// start_timeout to be ready.
+void executor_outbox::restart(uint32_t lane, uint32_t generation, uint64_t entries_before) {
+  auto self = self_;
+  auto& st = self->state;
+  if (auto node = st.lanes->node_of(lane)) {
+    const auto dev = st.plan->lane(lane).dev.str();
+    self->request(caf::actor_cast<node_actor>(node),
+                  no_deadline(st.start_timeout) ? caf::infinite : caf::duration{st.start_timeout},
+                  node_restart_atom::value, lane, generation, entries_before)
+      .then(
+        [=](caf::actor& proxy) {
+          node_restarted(self, lane, generation, caf::actor_cast<runner_proxy_actor>(proxy));
+        },
+        [=](caf::error& err) {
+          auto& plan = *self->state.plan;
+          if (!plan.stopping() && plan.lane(lane).restarting && plan.lane(lane).restarts == generation)
+            plan.lane_down(lane, describe(err, dev + ": restart " + std::to_string(generation)));
+          answer_stats(self);
+        });
+  } else {
+    try {
+      st.lanes->restart(lane, generation, entries_before);
+    } catch (const std::exception& e) {
+      self->send(self, failed_atom::value, lane, uint64_t{0}, std::string{e.what()});
+      return;
+    }
+    say_hello(self);
+  }
+  if (!no_deadline(st.start_timeout))
+    self_->delayed_send(self_, st.start_timeout, wait_ready_atom::value, start_deadline, lane,
+                        generation);
+}
+
 // One timer for every wait's deadline (actors/wait_deadlines.hpp), armed for the earliest.
 void arm_deadline(executor_self self, std::chrono::steady_clock::time_point at, uint64_t wait) {
   if (at == std::chrono::steady_clock::time_point::max())
@@ -229,7 +284,6 @@ void maybe_finish_shutdown(executor_self self) {
   self->quit();
 }
 
-void answer_stats(executor_self self);
 
 void on_down(executor_self self, const caf::down_msg& dm) {
   auto& st = self->state;
@@ -285,6 +339,7 @@ void start(executor_self self, executor_setup& setup) {
   topo.exports.spin = std::max(setup.linger, topo.exports.spin); // a sibling about to write
   topo.exports.timeout = setup.plan.wait_timeout;
   st.gate = flush_gate{setup.linger};
+  st.start_timeout = setup.start_timeout;
   if (setup.plan.board != nullptr)
     st.seat = setup.plan.board->seat();
   if (auto& tl = setup.plan.timeline) {
@@ -297,8 +352,8 @@ void start(executor_self self, executor_setup& setup) {
   st.lanes = std::make_unique<lane_topology>(self, std::move(topo));
   say_hello(self);
   self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
-  self->attach_functor([actors = st.lanes->actors()](const caf::error&) {
-    for (auto& a : actors)
+  self->attach_functor([actors = st.lanes->spawned()](const caf::error&) {
+    for (auto& a : *actors)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   });
   if (!no_deadline(setup.start_timeout))
@@ -338,14 +393,14 @@ caf::result<void> wait_ready(executor_self self) {
 
 // Answered once the planner has heard every acknowledgement the board shows (a sync answered on
 // the board returns before the executor hears the acknowledgements it watched).
-caf::result<uint64_t, uint64_t, uint64_t, uint64_t> stats(executor_self self) {
+caf::result<uint64_t, uint64_t, uint64_t, uint64_t, uint64_t> stats(executor_self self) {
   auto& st = self->state;
   if (!st.plan->heard_board()) {
     st.stats_waiters.push_back(self->make_response_promise());
-    return caf::delegated<uint64_t, uint64_t, uint64_t, uint64_t>{};
+    return caf::delegated<uint64_t, uint64_t, uint64_t, uint64_t, uint64_t>{};
   }
   const auto s = st.plan->stats();
-  return {s.store_live, s.device_live, s.batches, s.operators};
+  return {s.store_live, s.device_live, s.batches, s.operators, s.restarts};
 }
 
 void answer_stats(executor_self self) {
@@ -354,7 +409,7 @@ void answer_stats(executor_self self) {
     return;
   const auto s = st.plan->stats();
   for (auto& rp : st.stats_waiters)
-    rp.deliver(s.store_live, s.device_live, s.batches, s.operators);
+    rp.deliver(s.store_live, s.device_live, s.batches, s.operators, s.restarts);
   st.stats_waiters.clear();
 }
 
@@ -452,6 +507,9 @@ executor_actor::behavior_type running(executor_self self, std::chrono::milliseco
       plan.check_progress();
     },
     [=, &plan](wait_ready_atom, start_deadline_t) { plan.start_deadline(start_timeout); },
+    [=, &plan](wait_ready_atom, start_deadline_t, uint32_t l, uint32_t generation) {
+      plan.restart_deadline(l, generation, start_timeout);
+    },
     [=, &plan](ready_atom, uint32_t l) {
       if (plan.ready(l))
         self->state.lanes->started();
@@ -536,6 +594,7 @@ executor_actor::behavior_type stopping(executor_self self) {
     [](expire_atom, uint64_t) {},
     [](progress_atom) {},
     [](wait_ready_atom, start_deadline_t) {},
+    [](wait_ready_atom, start_deadline_t, uint32_t, uint32_t) {},
     [&plan](ready_atom, uint32_t l) { plan.ready(l); },
     [=](done_atom, uint32_t l, uint64_t ops_done, uint64_t entries, uint64_t live) {
       done(self, l, ops_done, entries, live);

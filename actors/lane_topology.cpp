@@ -11,6 +11,7 @@
 #include "cuda/peer_directory.hpp"
 #include "ipc/ring_publisher.hpp"
 #include "ipc/shm_channel.hpp"
+#include "actorgraph/error.hpp"
 #include "ipc/trace.hpp"
 
 namespace ag {
@@ -38,6 +39,7 @@ lane_topology::lane_topology(caf::local_actor* owner, topology_setup setup) : ow
 }
 
 void lane_topology::spawn(topology_setup& setup) {
+  trace_ = setup.trace;
   auto* owner = owner_;
   auto& sys = owner->home_system();
   const auto me = caf::actor_cast<caf::actor>(owner);
@@ -56,9 +58,12 @@ void lane_topology::spawn(topology_setup& setup) {
     puller_ = spawn_puller(sys, p.zmq, p.pull_endpoint, me, p.network, setup.store_base,
                            setup.store_size, pulled_to, setup.timeline);
     owner->monitor(puller_);
+    spawned_->push_back(puller_);
   }
   // The children on nodes were started by their nodes (actors/node_client.hpp).
   const auto* net = setup.process && setup.process->network ? setup.process->network.get() : nullptr;
+  if (net)
+    node_actors_ = net->lane_node_actor;
   const auto peers =
     setup.peers ? std::make_shared<peer_directory>(setup.devices.size()) : nullptr;
   for (uint32_t i = 0; i < setup.devices.size(); ++i) {
@@ -77,6 +82,7 @@ void lane_topology::spawn(topology_setup& setup) {
       ps.args.graph_after = setup.steps.capture_after;
       if (setup.trace)
         setup.trace->write(trace::startup_rec{i, ps.args});
+      l.setup = std::make_shared<const proxy_setup>(ps);
       l.proxy = spawn_runner_proxy(sys, std::move(ps));
     } else {
       l.stream = spawn_stream_actor(sys, caf::actor_cast<runner_answers_actor>(owner), i, dev,
@@ -87,22 +93,44 @@ void lane_topology::spawn(topology_setup& setup) {
                                     setup.streams, dev.is_cpu() ? step_policy{} : setup.steps);
     }
     owner->monitor(l.runner());
+    spawned_->push_back(l.runner());
     lanes_.push_back(std::move(l));
   }
+}
+
+void lane_topology::restart(uint32_t l, uint32_t generation, uint64_t entries_before) {
+  auto& lane = lanes_.at(l);
+  if (!lane.setup)
+    throw error("lane " + std::to_string(l) + ": its child cannot be started again here");
+  auto ps = *lane.setup;
+  ps.args.generation = generation;
+  ps.args.entries_before = entries_before;
+  if (trace_)
+    trace_->write(trace::startup_rec{l, ps.args});
+  if (ring_)
+    ring_->rejoin(l - 1); // before the child can read
+  adopt(l, spawn_runner_proxy(owner_->home_system(), std::move(ps)));
+}
+
+caf::actor lane_topology::node_of(uint32_t l) const {
+  return l < node_actors_.size() ? node_actors_[l] : caf::actor{};
+}
+
+void lane_topology::adopt(uint32_t l, runner_proxy_actor proxy) {
+  auto& lane = lanes_.at(l);
+  lane.proxy = std::move(proxy);
+  lane.down = false;
+  owner_->monitor(lane.runner());
+  spawned_->push_back(lane.runner());
+  if (publisher_)
+    publisher_->restarted(l);
 }
 
 caf::actor lane_topology::lane_actor::runner() const {
   return remote ? caf::actor_cast<caf::actor>(proxy) : caf::actor_cast<caf::actor>(stream);
 }
 
-std::vector<caf::actor> lane_topology::actors() const {
-  std::vector<caf::actor> all;
-  for (const auto& l : lanes_)
-    all.push_back(l.runner());
-  if (puller_)
-    all.push_back(puller_);
-  return all;
-}
+std::vector<caf::actor> lane_topology::actors() const { return *spawned_; }
 
 bool lane_topology::publish(wire::execute_msg& m) {
   return publisher_->execute(wire::encode(m), &m);

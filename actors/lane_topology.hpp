@@ -24,6 +24,7 @@
 #include "cuda/export_wait.hpp"
 #include "actors/process_setup.hpp"
 #include "actors/protocol.hpp"
+#include "actors/runner_proxy.hpp"
 #include "actors/step_policy.hpp"
 #include "ipc/wire.hpp"
 
@@ -96,8 +97,20 @@ public:
   std::chrono::steady_clock::time_point tend();
   // The broadcast ring's writer on the shared-memory path (null on the socket path).
   const std::shared_ptr<ring_publisher>& ring() const noexcept { return ring_; }
-  // Every actor it spawned (to stop them should the owner end unexpectedly).
+  // Every actor it spawned (to stop them should the owner end unexpectedly), and the list it
+  // keeps of them, which grows with each restart.
   std::vector<caf::actor> actors() const;
+  std::shared_ptr<const std::vector<caf::actor>> spawned() const noexcept { return spawned_; }
+
+  // Starts a new child for remote lane l of this machine, whose proxy is down: its
+  // `generation`-th, its count of entries going on from entries_before; it reads the ring from
+  // what is written next. Throws ag::error for a node's lane (its node starts it: node_of(l)).
+  void restart(uint32_t l, uint32_t generation, uint64_t entries_before);
+  // The actor of the node that runs lane l; null for a lane of this machine.
+  caf::actor node_of(uint32_t l) const;
+  // Lane l's new child, started by its node: its proxy, monitored by the owner. Hellos go out
+  // again until it is ready (started() ends them), and its Data-in pieces count from 1.
+  void adopt(uint32_t l, runner_proxy_actor proxy);
 
   // Marks what went down.
   down_event on_down(const caf::down_msg& dm);
@@ -122,6 +135,7 @@ private:
     caf::actor runner() const;
     bool remote = false;
     bool down = false;
+    std::shared_ptr<const proxy_setup> setup; // how its child was started (a local child)
   };
   void spawn(topology_setup& setup);
 
@@ -131,6 +145,9 @@ private:
   std::unique_ptr<socket_publisher> publisher_;
   caf::actor puller_;
   int services_down_ = 0;
+  std::shared_ptr<std::vector<caf::actor>> spawned_ = std::make_shared<std::vector<caf::actor>>();
+  std::shared_ptr<trace::writer> trace_;
+  std::vector<caf::actor> node_actors_; // per lane (null: a lane of this machine)
 };
 
 } // namespace ag

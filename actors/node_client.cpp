@@ -74,12 +74,12 @@ node_actor connect(caf::actor_system& sys, const network_setup::node_target& n,
 
 } // namespace
 
-std::map<uint32_t, runner_proxy_actor>
+std::map<uint32_t, node_lane>
 start_node_lanes(caf::actor_system& sys, const caf::actor& owner, const network_setup& net,
                  const std::vector<device>& devices, uint64_t store_bytes,
                  std::chrono::milliseconds start_timeout, std::chrono::milliseconds stop_timeout,
-                 const node_reprobe& reprobe, const step_policy& steps) {
-  std::map<uint32_t, runner_proxy_actor> out;
+                 const node_reprobe& reprobe, const step_policy& steps, uint32_t max_restarts) {
+  std::map<uint32_t, node_lane> out;
   for (const auto& n : net.nodes) {
     node_request req;
     req.owner = owner;
@@ -95,6 +95,7 @@ start_node_lanes(caf::actor_system& sys, const caf::actor& owner, const network_
     req.graphs = steps.enabled;
     req.max_graphs = steps.max_graphs;
     req.graph_after = steps.capture_after;
+    req.max_restarts = max_restarts;
     for (uint32_t lane = 0; lane < devices.size(); ++lane)
       if (!devices[lane].local() && devices[lane].node_name() == n.name) {
         req.lanes.push_back(lane);
@@ -117,7 +118,8 @@ start_node_lanes(caf::actor_system& sys, const caf::actor& owner, const network_
         if (i >= proxies.size() || !proxies[i])
           throw error("node " + n.name + " answered " + std::to_string(proxies.size())
                       + " children for more lanes");
-        out[lane] = caf::actor_cast<runner_proxy_actor>(proxies[i++]);
+        out[lane] = node_lane{caf::actor_cast<runner_proxy_actor>(proxies[i++]),
+                              caf::actor_cast<caf::actor>(node)};
       }
   }
   return out;

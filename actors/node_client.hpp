@@ -10,7 +10,9 @@
 #include <map>
 #include <vector>
 
+#include <caf/actor.hpp>
 #include <caf/fwd.hpp>
+#include <caf/typed_actor.hpp>
 
 #include "actorgraph/device.hpp"
 #include "actors/process_setup.hpp"
@@ -29,11 +31,18 @@ using node_reprobe = std::function<void(const network_setup::node_target& n,
 // whose connection the middleman drops unanswered is tried again (3 times at most, each within
 // start_timeout), each time after `reprobe`. Throws ag::error naming the node; the nodes that did
 // start children keep them until owner is gone. No connection of a failed attempt is left open.
-std::map<uint32_t, runner_proxy_actor>
+// A node lane's child, as its node started it: its proxy, and the node's actor.
+struct node_lane {
+  runner_proxy_actor proxy;
+  caf::actor node;
+};
+
+std::map<uint32_t, node_lane>
 start_node_lanes(caf::actor_system& sys, const caf::actor& owner, const network_setup& net,
                  const std::vector<device>& devices, uint64_t store_bytes,
                  std::chrono::milliseconds start_timeout, std::chrono::milliseconds stop_timeout,
-                 const node_reprobe& reprobe, const step_policy& steps);
+                 const node_reprobe& reprobe, const step_policy& steps,
+                 uint32_t max_restarts = 0);
 
 // The address of this machine that packets to HOST:PORT leave from (a UDP socket's route, no
 // packet sent). Throws ag::error naming HOST when it has no IPv4 route.

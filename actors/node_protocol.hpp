@@ -7,11 +7,17 @@
 //                        spawned on the node with its child started; or an error naming why not
 //                        (another controller is being served, a device it cannot run, a child that
 //                        did not start)
+//   controller -> node:  (noderestrt, lane, generation, entries_before) -> caf::actor: the runner
+//                        proxy of a new child for a lane whose child died (graph_option::
+//                        max_restarts), started as the first was, its `generation`-th; an error
+//                        when the lane has no restart left or is not this controller's
 //   controller -> proxy: (shutdown), (kill), as to a local runner proxy; the controller monitors
 //                        each, and a proxy's exit, the node's death and a lost connection all
 //                        arrive as its down_msg
 //   node:                monitors request.owner; once it is gone (or the connection is lost) it
-//                        stops every child of that controller and serves the next one
+//                        stops every child of that controller and serves the next one; it serves
+//                        the next one also once every child stopped, unless one that died may
+//                        still be started again (then once the controller is gone)
 #pragma once
 
 #include <chrono>
@@ -34,6 +40,7 @@ namespace ag {
 struct identity;
 
 using node_start_atom = caf::atom_constant<caf::atom("nodestart")>;
+using node_restart_atom = caf::atom_constant<caf::atom("noderestrt")>;
 
 struct node_request {
   caf::actor owner;            // who the node serves while it lives (the runtime's own actor)
@@ -52,17 +59,20 @@ struct node_request {
   bool graphs = false;
   uint64_t max_graphs = 64;
   uint32_t graph_after = 2;
+  // How many times each lane's child may be started again (graph_option::max_restarts).
+  uint32_t max_restarts = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_request& x) {
   return f(caf::meta::type_name("ag::node_request"), x.owner, x.controller_host, x.pub_port,
            x.pull_port, x.data_ports, x.return_ports, x.controller_key, x.lanes, x.devices, x.store_bytes, x.start_timeout_ms,
-           x.stop_timeout_ms, x.graphs, x.max_graphs, x.graph_after);
+           x.stop_timeout_ms, x.graphs, x.max_graphs, x.graph_after, x.max_restarts);
 }
 
 using node_actor =
-  caf::typed_actor<caf::replies_to<node_start_atom, node_request>::with<std::vector<caf::actor>>>;
+  caf::typed_actor<caf::replies_to<node_start_atom, node_request>::with<std::vector<caf::actor>>,
+                   caf::replies_to<node_restart_atom, uint32_t, uint32_t, uint64_t>::with<caf::actor>>;
 
 // Throws ag::error, saying why, when this program loads libssl before libactorgraph: CAF's TLS
 // calls would then miss actors/tls_error_queue.cpp, and nodes are refused.

@@ -1,7 +1,9 @@
 #include "actors/node_server.hpp"
 
 #include <algorithm>
+#include <map>
 #include <memory>
+#include <set>
 
 #include <caf/all.hpp>
 
@@ -22,6 +24,27 @@ struct session {
   std::vector<runner_proxy_actor> proxies;
   std::vector<caf::actor_addr> live; // proxies not down yet
   std::chrono::steady_clock::time_point since;
+  // Restarts: how each lane's child was started, the lane of each proxy, the restarts each lane
+  // had, and the lanes whose child died with restarts left (the session waits for them).
+  uint32_t max_restarts = 0;
+  std::map<uint32_t, proxy_setup> setups;
+  std::map<caf::actor_addr, uint32_t> lane_of;
+  std::map<uint32_t, uint32_t> restarts;
+  std::set<uint32_t> awaiting;
+  bool owner_gone = false;
+  // Restarts asked for before this node saw the lane's child die (the controller's monitor may
+  // be told first): answered once it does.
+  struct asked_restart {
+    caf::response_promise promise;
+    uint32_t generation = 0;
+    uint64_t entries_before = 0;
+  };
+  std::map<uint32_t, asked_restart> asked;
+
+  bool running(uint32_t lane) const {
+    return std::any_of(lane_of.begin(), lane_of.end(),
+                       [&](const auto& p) { return p.second == lane; });
+  }
 };
 
 struct node_state {
@@ -53,7 +76,8 @@ void log(node_self self, const std::string& line) {
 
 void maybe_end_session(node_self self) {
   auto& st = self->state;
-  if (!st.current || !st.current->live.empty())
+  if (!st.current || !st.current->live.empty()
+      || (!st.current->awaiting.empty() && !st.current->owner_gone && !st.quitting))
     return;
   log(self, "every child of the controller stopped; ready for the next one");
   if (auto owner = caf::actor_cast<caf::actor>(st.current->owner))
@@ -144,15 +168,74 @@ caf::result<std::vector<caf::actor>> start(node_self self, node_request& req) {
                               + std::to_string(req.lanes[i]) + "-" + std::to_string(st.served)
                               + ".part";
     ps.name = me + "/" + req.devices[i].str();
+    s.setups[req.lanes[i]] = ps;
     auto proxy = spawn_runner_proxy(self->home_system(), std::move(ps));
     self->monitor(proxy);
     s.live.push_back(proxy.address());
+    s.lane_of[proxy.address()] = req.lanes[i];
     s.proxies.push_back(proxy);
     reply.push_back(caf::actor_cast<caf::actor>(proxy));
   }
+  s.max_restarts = req.max_restarts;
   self->monitor(req.owner);
   st.current = std::move(s);
   return reply;
+}
+
+// A new child for a lane of the session whose child died with restarts left: asked by the
+// controller that owns the session (an actor of its node), as its `generation`-th.
+caf::result<caf::actor> start_again(node_self self, uint32_t lane, uint32_t generation,
+                                    uint64_t entries_before);
+
+caf::result<caf::actor> restart(node_self self, uint32_t lane, uint32_t generation,
+                                uint64_t entries_before) {
+  auto& st = self->state;
+  const std::string& me = st.setup.name;
+  const auto sender = self->current_sender();
+  if (!st.current || !sender || sender->node() != st.current->owner.node())
+    return make_error(errc::bad_request,
+                      "node " + me + ": a restart from a controller it does not serve");
+  auto& s = *st.current;
+  if (s.setups.count(lane) == 0)
+    return make_error(errc::bad_request, "node " + me + " runs no lane " + std::to_string(lane)
+                                           + " of this controller");
+  if (s.running(lane) && s.asked.count(lane) == 0) { // its death is on its way here
+    s.asked[lane] = {self->make_response_promise(), generation, entries_before};
+    return caf::delegated<caf::actor>{};
+  }
+  return start_again(self, lane, generation, entries_before);
+}
+
+// The restart of a lane whose child this node saw die.
+caf::result<caf::actor> start_again(node_self self, uint32_t lane, uint32_t generation,
+                                    uint64_t entries_before) {
+  auto& st = self->state;
+  const std::string& me = st.setup.name;
+  auto& s = *st.current;
+  auto it = s.setups.find(lane);
+  if (s.awaiting.count(lane) == 0 || generation != s.restarts[lane] + 1
+      || generation > s.max_restarts)
+    return make_error(errc::bad_request,
+                      "node " + me + ": lane " + std::to_string(lane) + " cannot be started again"
+                        + " as restart " + std::to_string(generation) + " (it had "
+                        + std::to_string(s.restarts[lane]) + " of "
+                        + std::to_string(s.max_restarts) + ", and its child "
+                        + (s.awaiting.count(lane) ? "died" : "is running or stopped") + ")");
+  auto ps = it->second;
+  ps.args.generation = generation;
+  ps.args.entries_before = entries_before;
+  if (!ps.args.timeline_part.empty())
+    ps.args.timeline_part += "." + std::to_string(generation);
+  s.awaiting.erase(lane);
+  s.restarts[lane] = generation;
+  log(self, "starting the child of lane " + std::to_string(lane) + " again (restart "
+              + std::to_string(generation) + ")");
+  auto proxy = spawn_runner_proxy(self->home_system(), std::move(ps));
+  self->monitor(proxy);
+  s.live.push_back(proxy.address());
+  s.lane_of[proxy.address()] = lane;
+  s.proxies.push_back(proxy);
+  return caf::actor_cast<caf::actor>(proxy);
 }
 
 node_actor::behavior_type node_server(node_self self, node_server_setup setup) {
@@ -165,10 +248,32 @@ node_actor::behavior_type node_server(node_self self, node_server_setup setup) {
     if (dm.source == s.owner) { // the controller is gone: so are its children
       log(self, "lost its controller (" + (dm.reason ? describe(dm.reason, "controller") : "down")
                   + "): stopping its children");
+      s.owner_gone = true;
+      for (auto& [lane, a] : s.asked)
+        a.promise.deliver(make_error(errc::device_failed, "the controller is gone"));
+      s.asked.clear();
       stop_session(self, false);
+      maybe_end_session(self); // no child left: nothing more to wait for
       return;
     }
     s.live.erase(std::remove(s.live.begin(), s.live.end(), dm.source), s.live.end());
+    // A child that died (not one that exited in order) may be started again, if its lane has
+    // restarts left: the session waits for the controller's word, or its end.
+    if (auto it = s.lane_of.find(dm.source); it != s.lane_of.end()) {
+      const uint32_t lane = it->second;
+      if (dm.reason && !s.owner_gone && !st.quitting && s.restarts[lane] < s.max_restarts)
+        s.awaiting.insert(lane);
+      s.lane_of.erase(it);
+      if (auto a = s.asked.find(lane); a != s.asked.end()) { // asked before: answered now
+        auto asked = std::move(a->second);
+        s.asked.erase(a);
+        auto res = start_again(self, lane, asked.generation, asked.entries_before);
+        if (res.flag == caf::rt_error)
+          asked.promise.deliver(std::move(res.err));
+        else
+          asked.promise.deliver(res.value.get_as<caf::actor>(0));
+      }
+    }
     maybe_end_session(self);
   });
   self->set_exit_handler([self](caf::exit_msg&) {
@@ -177,9 +282,13 @@ node_actor::behavior_type node_server(node_self self, node_server_setup setup) {
     if (!st.current)
       return self->quit();
     stop_session(self, true);
+    maybe_end_session(self); // no child left, only lanes waiting for a restart
   });
   return {
     [=](node_start_atom, node_request& req) { return answer(self, req); },
+    [=](node_restart_atom, uint32_t lane, uint32_t generation, uint64_t entries_before) {
+      return restart(self, lane, generation, entries_before);
+    },
   };
 }
 

@@ -95,9 +95,10 @@ void node_setup::open(process_env& env, const std::string& trust_file,
 void node_setup::start(caf::actor_system& sys, const caf::actor& owner, process_env& env,
                        uint64_t store_bytes, std::chrono::milliseconds start_timeout,
                        std::chrono::milliseconds stop_timeout,
-                       const std::string& timeout_name, const step_policy& steps) const {
+                       const std::string& timeout_name, const step_policy& steps, uint32_t max_restarts) const {
   auto& net = *env.setup().network;
   net.lane_proxy.assign(lanes_.size(), caf::actor{});
+  net.lane_node_actor.assign(lanes_.size(), caf::actor{});
   const std::string deadline_text = duration_string(start_timeout) + " (" + timeout_name + ")";
   auto reprobe = [&](const network_setup::node_target& n,
                      std::chrono::steady_clock::time_point deadline) {
@@ -105,9 +106,12 @@ void node_setup::start(caf::actor_system& sys, const caf::actor& owner, process_
       if (nodes_[i].name == n.name)
         probe_one(i, deadline, deadline_text);
   };
-  for (auto& [lane, proxy] : start_node_lanes(sys, owner, net, lanes_, store_bytes, start_timeout,
-                                              stop_timeout, reprobe, steps))
-    net.lane_proxy[lane] = caf::actor_cast<caf::actor>(proxy);
+  for (auto& [lane, started] : start_node_lanes(sys, owner, net, lanes_, store_bytes,
+                                                start_timeout, stop_timeout, reprobe, steps,
+                                                max_restarts)) {
+    net.lane_proxy[lane] = caf::actor_cast<caf::actor>(started.proxy);
+    net.lane_node_actor[lane] = started.node;
+  }
 }
 
 } // namespace ag

@@ -50,7 +50,7 @@ public:
   void start(caf::actor_system& sys, const caf::actor& owner, process_env& env,
              uint64_t store_bytes, std::chrono::milliseconds start_timeout,
              std::chrono::milliseconds stop_timeout, const std::string& timeout_name,
-             const step_policy& steps) const;
+             const step_policy& steps, uint32_t max_restarts = 0) const;
 
 private:
   bool has_lanes(const std::string& node_name) const;

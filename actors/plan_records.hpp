@@ -82,6 +82,12 @@ struct plan_lane {
   std::chrono::steady_clock::time_point last_progress = std::chrono::steady_clock::now();
   // Remote, on the shared-memory path: the heartbeat seen at the watchdog's last look.
   child_pulse pulse;
+  // Remote: children started in place of dead ones so far, and whether the last of them is not
+  // ready yet (its lane's entries wait for it). A restarted child counts the broadcasts it reads
+  // on the sockets from when it joined: the planner adds received_base, set when it is ready.
+  uint32_t restarts = 0;
+  bool restarting = false;
+  uint64_t received_base = 0;
 };
 
 // Where the planner keeps an operand: on a device lane by id, or (cpu) in a store range written

@@ -33,7 +33,8 @@ planner::planner(planner_setup setup, planner_outbox& out)
     trace_(std::move(setup.trace)),
     timeline_(std::move(setup.timeline)),
     peers_(std::move(setup.peers)),
-    one_shot_bytes_(setup.one_shot_bytes) {
+    one_shot_bytes_(setup.one_shot_bytes),
+    max_restarts_(setup.max_restarts) {
   for (const auto& d : setup.devices) {
     plan_lane l;
     l.dev = d;
@@ -152,8 +153,17 @@ bool planner::ready(uint32_t l) {
   if (l >= lanes_.size())
     return false;
   record_ack(l, wire::msg_type::ready, wire::ready_msg{l, lanes_[l].dev, 0});
-  lanes_[l].ready = true;
+  auto& ln = lanes_[l];
+  if (ln.down || !ln.failed.empty()) // a dead child's, still on its way
+    return false;
+  ln.ready = true;
   progressed(l);
+  if (ln.restarting) { // a child started in place of a dead one: what waited for it goes now
+    ln.restarting = false;
+    ln.received_base = runners_see_board_ ? 0 : window_.seq(); // the ring's counts are whole
+    ln.broadcasts_received = std::max(ln.broadcasts_received, ln.received_base);
+    dispatch();
+  }
   if (!all_ready() || !startup_failure_.empty())
     return false;
   for (uint64_t w : ready_waits_)
@@ -192,6 +202,13 @@ void planner::received(uint32_t l, uint64_t count) {
   if (l >= lanes_.size())
     return;
   record_ack(l, wire::msg_type::received, wire::received_msg{l, count});
+  if (lanes_[l].restarting)
+    return; // counted from when its child joined: not before it is ready
+  // A restarted child counts from when it joined, and may have counted some broadcasts that went
+  // out before its Ready reached the planner twice (they are in received_base too): never more
+  // than were sent.
+  if (const uint64_t base = lanes_[l].received_base; base > 0)
+    count = std::min(base + count, window_.seq());
   if (count > lanes_[l].broadcasts_received) {
     lanes_[l].broadcasts_received = count;
     progressed(l);
@@ -206,8 +223,10 @@ void planner::lane_down(uint32_t l, const std::string& why) {
   if (board_)
     board_->forget_seats(l); // what its child held to spin (ipc/spin_census.hpp)
   collect(); // what its child could still write is free now
-  if (!stopping_)
+  if (!stopping_) {
     fail_lane(l, why);
+    maybe_restart(l);
+  }
 }
 
 void planner::fail_remote(const std::string& why) {
@@ -269,6 +288,7 @@ plan_stats planner::stats() const {
     s.device_live += l.device_live_bytes;
   s.batches = batches_;
   s.operators = operators_;
+  s.restarts = restarts_;
   return s;
 }
 
@@ -411,7 +431,7 @@ void planner::dispatch() {
 // True when a lane's next entry could be sent now.
 bool planner::sendable() const {
   for (const auto& ln : lanes_) {
-    if (ln.queue.empty() || ln.down || !ln.failed.empty())
+    if (ln.queue.empty() || ln.down || !ln.failed.empty() || ln.restarting)
       continue;
     if (ready(ln.queue.front()) && step_room(ln).first > 0)
       return true;
@@ -437,7 +457,7 @@ bool planner::ready(const entry& e) const {
 // much of it as `budget` bytes of the broadcast still hold. True when the budget cut it short.
 bool planner::dispatch_lane(uint32_t l, wire::execute_msg& broadcast, std::size_t& budget) {
   auto& ln = lanes_[l];
-  if (ln.queue.empty() || ln.down || !ln.failed.empty())
+  if (ln.queue.empty() || ln.down || !ln.failed.empty() || ln.restarting)
     return false;
   constexpr std::size_t batch_bytes =
     sizeof(batch::lane) + sizeof(batch::ops_before) + sizeof(batch::step) + 2 * wire::max_length_bytes;
@@ -506,7 +526,7 @@ bool planner::dispatch_lane(uint32_t l, wire::execute_msg& broadcast, std::size_
 bool planner::releases_alone() const {
   bool any = false;
   for (const auto& ln : lanes_) {
-    if (ln.down || !ln.failed.empty())
+    if (ln.down || !ln.failed.empty() || ln.restarting)
       continue;
     for (const auto& e : ln.queue) {
       if (!e.release)

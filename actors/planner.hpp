@@ -77,6 +77,10 @@ public:
   virtual void expire_after(uint64_t wait, std::chrono::milliseconds after) = 0;
   // Call check_progress() after `after`.
   virtual void check_progress_after(std::chrono::milliseconds after) = 0;
+  // Start a new child for remote lane l, whose child is gone: its `generation`-th, going on from
+  // `entries_before` acknowledged entries (wire::startup_args). Call restart_deadline(l,
+  // generation) once start_timeout has passed.
+  virtual void restart(uint32_t lane, uint32_t generation, uint64_t entries_before) = 0;
 };
 
 struct planner_setup {
@@ -118,6 +122,9 @@ struct planner_setup {
   // A direct all_reduce of at most this many bytes per part reads every peer's whole part on every
   // lane (one-shot); a larger one sums one block per lane, then gathers the blocks (two-shot).
   std::size_t one_shot_bytes = std::size_t{256} << 10;
+  // Process mode: how many times each device's child is started again after it died or was
+  // failed (graph_option::max_restarts); 0: a failed device stays failed.
+  uint32_t max_restarts = 0;
 };
 
 struct plan_stats {
@@ -125,6 +132,7 @@ struct plan_stats {
   uint64_t device_live = 0;
   uint64_t batches = 0;
   uint64_t operators = 0;
+  uint64_t restarts = 0; // children started again, over every device
 };
 
 class planner {
@@ -191,6 +199,10 @@ public:
   void lane_down(uint32_t lane, const std::string& why);
   // Every remote lane fails with why (a socket's actor stopped).
   void fail_remote(const std::string& why);
+  // The restart of lane l as its `generation`-th child had start_timeout to make it ready: if it
+  // is not, the lane fails (and may be started again).
+  void restart_deadline(uint32_t lane, uint32_t generation,
+                        std::chrono::milliseconds start_timeout);
 
   // -- from the driver's timers -------------------------------------------------------------------
   void flush();
@@ -293,6 +305,10 @@ private:
   void empty_awaits_of_stand_ins();
   void fail_startup(const std::string& why);
 
+  // planner_restart.cpp
+  void maybe_restart(uint32_t l);
+  void relabel_lost(uint32_t l);
+
   // planner_waits.cpp
   void hold(op_request&& req);
   void unhold(const op_request& req);
@@ -381,6 +397,8 @@ private:
   operand_id next_own_id_ = operand_id{1} << 62; // the planner's own operands (two-shot blocks)
   std::vector<direct_read> direct_reads_; // of children's operands, not yet known to have run
   std::size_t direct_reads_sweep_at_ = 64;  // when note_direct_read next forgets those that ran
+  uint32_t max_restarts_ = 0;
+  uint64_t restarts_ = 0;
 };
 
 } // namespace ag

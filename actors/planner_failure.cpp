@@ -141,7 +141,7 @@ void planner::fail_lane(uint32_t l, const std::string& why) {
         enqueue(q, make_op(op_kind::peer_forget, {}, {}, {}, 0, 0, l, 0));
   stand_in_for(l, why);
   settle_awaits(); // what waited for l no longer does
-  if (!ln.ready)
+  if (!ln.ready && !ln.restarting) // a restarted child not ready yet is no start-up's
     fail_startup("runner of " + ln.dev.str() + " stopped before it was ready: " + why);
   retire(l);
   dispatch();

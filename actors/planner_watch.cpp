@@ -42,7 +42,7 @@ void planner::check_queued() {
     if (!ln.remote || !ln.failed.empty())
       continue;
     const uint64_t behind = window_.behind_bytes(ln.broadcasts_received);
-    if (behind > max_queued_bytes_ && over.empty())
+    if (behind > max_queued_bytes_ && over.empty() && !ln.restarting) // it reads once ready
       over = ln.dev.str() + " is " + std::to_string(behind)
              + " bytes behind in reading its broadcasts (graph_option::max_queued_bytes = "
              + std::to_string(max_queued_bytes_) + ")";
@@ -77,7 +77,7 @@ void planner::check_progress() {
   bool watching = false;
   for (uint32_t l = 0; l < lanes_.size(); ++l) {
     auto& ln = lanes_[l];
-    if (!ln.remote || !ln.failed.empty() || ln.down)
+    if (!ln.remote || !ln.failed.empty() || ln.down || ln.restarting) // start_timeout's
       continue;
     const auto sign = ln.pulse.look(ln.broadcasts_received, readable_broadcasts(),
                                     board_ ? board_->running_at(l) : 0,

@@ -46,8 +46,10 @@ struct network_setup {
     std::string controller_host;
   };
   std::vector<node_target> nodes;
-  // Per lane, the runner proxy its node spawned (actors/node_client.hpp; null for a local lane).
+  // Per lane, the runner proxy its node spawned (actors/node_client.hpp; null for a local lane),
+  // and that node's actor, which starts a new child for the lane (graph_option::max_restarts).
   std::vector<caf::actor> lane_proxy;
+  std::vector<caf::actor> lane_node_actor;
 };
 
 struct process_setup {

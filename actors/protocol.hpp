@@ -9,7 +9,8 @@
 //                              store, once copied; (unstage, offset, bytes) gives it back
 //                              (sync) -> unit, once every submitted operator ran
 //                              (wait_ready) -> unit, once every runner is up
-//                              (stats) -> (store live, device live, batches, operators)
+//                              (stats) -> (store live, device live, batches, operators,
+//                              restarts)
 //                              (shutdown) -> what went wrong as the runners stopped (a child's
 //                              non-zero exit code; empty: nothing), once every runner stopped
 //                              (ticket, operand_id, slot): the wait_ticket of a read the user's
@@ -31,6 +32,8 @@
 //   executor -> itself:        (expire, wait id): a sync, a fetch or a wait for store space
 //                              reached its deadline
 //                              (progress): the watchdog's look at children behind in reading
+//                              (wait_ready, start_deadline, lane, generation): a restarted
+//                              child's start_timeout passed
 //   publisher, puller, proxies, subscriber: (poll) to themselves between socket/process polls
 //   child: stream actor -> pusher: the runner messages above; subscriber -> pusher: (hello)
 //          (received, count)
@@ -116,13 +119,14 @@ using executor_actor = caf::typed_actor<
   caf::replies_to<share_atom, operand_id>::with<uint64_t>,
   caf::reacts_to<unstage_atom, uint64_t, uint64_t>, caf::reacts_to<sync_atom>,
   caf::reacts_to<wait_ready_atom>,
-  caf::replies_to<stats_atom>::with<uint64_t, uint64_t, uint64_t, uint64_t>,
+  caf::replies_to<stats_atom>::with<uint64_t, uint64_t, uint64_t, uint64_t, uint64_t>,
   caf::replies_to<shutdown_atom>::with<std::string>,
   caf::reacts_to<ready_atom, uint32_t>, caf::reacts_to<done_atom, uint32_t, uint64_t, uint64_t, uint64_t>,
   caf::reacts_to<failed_atom, uint32_t, uint64_t, std::string>,
   caf::reacts_to<received_atom, uint32_t, uint64_t>, caf::reacts_to<flush_atom>,
   caf::reacts_to<expire_atom, uint64_t>, caf::reacts_to<progress_atom>,
   caf::reacts_to<wait_ready_atom, start_deadline_t>,
+  caf::reacts_to<wait_ready_atom, start_deadline_t, uint32_t, uint32_t>,
   caf::reacts_to<ticket_atom, operand_id, ticket_slot_ptr>,
   caf::reacts_to<ticket_atom, ticket_slot_ptr>, caf::reacts_to<resend_atom>,
   caf::reacts_to<hello_atom>,

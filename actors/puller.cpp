@@ -60,16 +60,32 @@ struct lane_error : error {
   uint32_t lane;
 };
 
-// Checks that lane's messages arrive with ids 1, 2, 3, ...
-void check_sequence(puller_state& st, uint32_t lane, uint64_t id) {
+// Checks that lane's messages arrive with ids 1, 2, 3, ...; a child started in place of a dead one
+// begins its own run of ids with a Ready (wire::first_report_id of its generation). False: a
+// message of a generation before the lane's last, which a dead child sent before it went (still
+// on its way when its successor spoke): nothing is done with it.
+bool check_sequence(puller_state& st, uint32_t lane, uint64_t id, wire::msg_type type) {
   if (lane == cpu_lane) // the controller's own: no child speaks for it
     throw error("wire: a child's message names lane 0, the controller's cpu");
   auto& last = st.last_id[lane];
+  const uint32_t generation = wire::report_generation(id);
+  const uint32_t current = wire::report_generation(last == 0 ? 1 : last);
+  if (generation < current)
+    return false;
+  if (generation > current && type == wire::msg_type::ready
+      && id == wire::first_report_id(generation)) {
+    last = id;
+    // Its Data-out pieces count from 1 again; what its predecessor left waiting goes.
+    st.return_last.erase(lane);
+    st.parked.erase(lane);
+    return true;
+  }
   if (id != last + 1)
     throw lane_error(lane, "wire: message " + std::to_string(id) + " from lane "
                              + std::to_string(lane) + " after message " + std::to_string(last)
                              + " (a gap or a replay)");
   last = id;
+  return true;
 }
 
 // A lane's messages come from where that lane runs: a node's lane from that node's identity over
@@ -164,8 +180,15 @@ void handle(puller_actor* self, zmqs::received& r, bool tcp) {
     return;
   }
   if (auto p = parked.find(lane_of(r)); p != parked.end()) {
-    p->second.held.emplace_back(std::move(r), tcp);
-    return;
+    // A new child of the lane speaks: what its dead predecessor left parked goes with it.
+    const bool successor = r.head.type == wire::msg_type::ready
+                           && r.head.id == wire::first_report_id(wire::report_generation(r.head.id))
+                           && r.head.id > 1;
+    if (!successor) {
+      p->second.held.emplace_back(std::move(r), tcp);
+      return;
+    }
+    parked.erase(p);
   }
   handle_now(self, r, tcp);
 }
@@ -211,9 +234,10 @@ void handle_now(puller_actor* self, zmqs::received& r, bool tcp) {
   const auto* data = r.body.data();
   const auto size = r.body.size();
   const std::string user = tcp ? r.user() : std::string{};
+  // False: a dead child's message, left alone.
   auto check = [&](uint32_t lane) {
     check_sender(st, lane, user, tcp);
-    check_sequence(st, lane, r.head.id);
+    return check_sequence(st, lane, r.head.id, r.head.type);
   };
   switch (r.head.type) {
     case wire::msg_type::pulse: { // the child's main thread, on a socket of its own: no order
@@ -233,11 +257,12 @@ void handle_now(puller_actor* self, zmqs::received& r, bool tcp) {
       return;
     }
     case wire::msg_type::data_out:
-      check(r.head.lane);
-      store_piece(st, r);
+      if (check(r.head.lane))
+        store_piece(st, r);
       return;
     case wire::msg_type::data_done: {
-      check(r.head.lane);
+      if (!check(r.head.lane))
+        return;
       if (!tcp)
         throw lane_error(r.head.lane, "wire: data_done over the local socket");
       if (st.returns.empty())
@@ -250,14 +275,16 @@ void handle_now(puller_actor* self, zmqs::received& r, bool tcp) {
     case wire::msg_type::ready: {
       wire::ready_msg m;
       wire::decode(data, size, m);
-      check(m.lane);
+      if (!check(m.lane))
+        return;
       self->send(st.executor, ready_atom::value, m.lane);
       return;
     }
     case wire::msg_type::done: {
       wire::done_msg m;
       wire::decode(data, size, m);
-      check(m.lane);
+      if (!check(m.lane))
+        return;
       mark(st, "done", m.lane, m.ops_done);
       if (st.board) { // the user's waiting threads see it now; the executor right after
         st.board->completed(m.lane, m.ops_done, m.entries);
@@ -269,7 +296,8 @@ void handle_now(puller_actor* self, zmqs::received& r, bool tcp) {
     case wire::msg_type::failed: {
       wire::failed_msg m;
       wire::decode(data, size, m);
-      check(m.lane);
+      if (!check(m.lane))
+        return;
       mark(st, "failed", m.lane, m.index);
       if (st.board) // before any count after it: a count past the failure is never success
         st.board->failed(m.lane, m.index);
@@ -279,7 +307,8 @@ void handle_now(puller_actor* self, zmqs::received& r, bool tcp) {
     case wire::msg_type::received: {
       wire::received_msg m;
       wire::decode(data, size, m);
-      check(m.lane);
+      if (!check(m.lane))
+        return;
       self->send(st.executor, received_atom::value, m.lane, m.count);
       return;
     }

@@ -21,10 +21,10 @@ struct pusher_state {
 
 caf::behavior pusher(caf::stateful_actor<pusher_state>* self, std::shared_ptr<zmq::context_t> ctx,
                      const std::string& endpoint, uint32_t lane, device where,
-                     std::optional<node_child> node) {
+                     std::optional<node_child> node, uint64_t first_id) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
-  st.out.emplace(*st.ctx, endpoint, lane, where, std::move(node));
+  st.out.emplace(*st.ctx, endpoint, lane, where, std::move(node), first_id);
   return {
     [=](ready_atom, uint32_t) { self->state.out->runner_ready(); },
     [=](hello_atom) { self->state.out->heard_hello(); },
@@ -45,12 +45,12 @@ caf::behavior pusher(caf::stateful_actor<pusher_state>* self, std::shared_ptr<zm
 
 caf::actor spawn_pusher(caf::actor_system& sys, std::shared_ptr<zmq::context_t> ctx,
                         std::string endpoint, uint32_t lane, device where,
-                        const node_child* node) {
+                        const node_child* node, uint64_t first_id) {
   std::optional<node_child> n;
   if (node)
     n = *node;
   return sys.spawn<caf::detached>(pusher, std::move(ctx), std::move(endpoint), lane, where,
-                                  std::move(n));
+                                  std::move(n), first_id);
 }
 
 } // namespace ag

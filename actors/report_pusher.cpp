@@ -15,8 +15,9 @@ zmq::socket_t child_pusher(zmq::context_t& ctx, const std::string& endpoint,
 }
 
 report_pusher::report_pusher(zmq::context_t& ctx, const std::string& endpoint, uint32_t lane,
-                             device where, std::optional<node_child> node)
-  : sock_(child_pusher(ctx, endpoint, node)), lane_(lane), where_(where), node_(std::move(node)) {
+                             device where, std::optional<node_child> node, uint64_t first_id)
+  : sock_(child_pusher(ctx, endpoint, node)), next_id_(first_id), lane_(lane), where_(where),
+    node_(std::move(node)) {
   if (node_)
     for (std::size_t k = 0; k < node_->return_endpoints.size(); ++k) // stream k: I/O thread k + 1
       returns_.push_back(

@@ -32,8 +32,9 @@ public:
   // also where return streams exist.
   static constexpr uint64_t small_writes = uint64_t{64} << 10;
 
+  // first_id: wire::first_report_id of the child's generation.
   report_pusher(zmq::context_t& ctx, const std::string& endpoint, uint32_t lane, device where,
-                std::optional<node_child> node);
+                std::optional<node_child> node, uint64_t first_id = 1);
 
   void runner_ready();
   void heard_hello();

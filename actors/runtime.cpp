@@ -169,6 +169,7 @@ public:
     setup.plan.wait_timeout = opt_.wait_timeout;
     setup.plan.max_queued_bytes = opt_.max_queued_bytes;
     setup.plan.progress_timeout = opt_.progress_timeout;
+    setup.plan.max_restarts = opt_.per_device_per_process ? opt_.max_restarts : 0;
     setup.plan.flow = flow_;
     if (env_) // every process writes the shared store: its pages are reserved before use
       setup.plan.reserve_store = [this](uint64_t end) { return env_->store().reserve_to(end); };
@@ -197,7 +198,8 @@ public:
       presence_ = sys_->spawn(presence, opt_.nodes.size());
       try {
         nodes_->start(*sys_, presence_, *env_, store().size(), opt_.start_timeout,
-                      stop_timeout(opt_.wait_timeout), "graph_option::start_timeout", setup.steps);
+                      stop_timeout(opt_.wait_timeout), "graph_option::start_timeout", setup.steps,
+                      opt_.max_restarts);
       } catch (...) {
         caf::anon_send_exit(presence_, caf::exit_reason::user_shutdown);
         release_node_proxies();
@@ -386,9 +388,11 @@ public:
   runtime_stats stats() {
     if (fork_.forked())
       fork_.refuse("stats");
-    const auto [store_bytes, device_bytes, batches, operators] =
-      wait<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>>("stats", stats_atom::value);
+    const auto [store_bytes, device_bytes, batches, operators, restarts] =
+      wait<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, uint64_t>>("stats",
+                                                                         stats_atom::value);
     runtime_stats out{store_bytes, device_bytes, batches, operators};
+    out.restarts = restarts;
     const auto flow = flow_->stats();
     out.in_flight_ops = std::accumulate(flow.ops.begin(), flow.ops.end(), std::size_t{0});
     out.blocked_submits = flow.blocked;

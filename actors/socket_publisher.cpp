@@ -40,6 +40,12 @@ bool socket_publisher::execute(wire::bytes body, const wire::execute_msg* msg) {
   return publish(wire::msg_type::execute, std::move(body), msg);
 }
 
+void socket_publisher::restarted(uint32_t lane) noexcept {
+  if (lane < data_ids_.size())
+    data_ids_[lane] = 1;
+  saying_hello_ = true;
+}
+
 bool socket_publisher::hello() {
   if (!saying_hello_)
     return false;

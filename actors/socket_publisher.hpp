@@ -46,6 +46,9 @@ public:
   // A Hello, while start-up lasts; false once started() (nothing sent).
   bool hello();
   void started() noexcept { saying_hello_ = false; }
+  // The child of `lane` was started again: its Data-in pieces count from 1 again, and Hellos go
+  // out until started() once more.
+  void restarted(uint32_t lane) noexcept;
   // The Destroy: every child exits. False when it waits on the ring.
   bool destroy();
 

@@ -45,6 +45,9 @@ struct subscriber_state {
   std::unique_ptr<batch_runner> runner;
   caf::actor main;
   uint64_t last_id = 0; // 0: nothing heard yet
+  // Started in place of a dead child: what the broadcast carries before its first Hello went out
+  // before this child was there, and none of it is for its lane.
+  bool joins_late = false;
   uint64_t executes = 0; // Execute messages read
   uint64_t executes_reported = 0;
   wire::shape_memo shapes; // of the steps decoded so far
@@ -202,9 +205,12 @@ void handle(subscriber_actor* self, zmqs::received& r) {
   }
   // A child may join after the first Hellos: the first message it hears must be a Hello, and from
   // then on every id is the last one plus one.
-  if (st.last_id == 0 && r.head.type != wire::msg_type::hello)
+  if (st.last_id == 0 && r.head.type != wire::msg_type::hello) {
+    if (st.joins_late)
+      return;
     throw error("wire: first message heard is " + wire::to_string(r.head.type) + " #"
                 + std::to_string(r.head.id) + ", not a hello");
+  }
   // On the shared-memory path the ring carries the frames between the socket's: ids only grow.
   const bool ring = !st.runner;
   if (st.last_id != 0 && (ring ? r.head.id <= st.last_id : r.head.id != st.last_id + 1))
@@ -252,6 +258,7 @@ caf::behavior subscriber(subscriber_actor* self, subscriber_setup setup) {
   auto& st = self->state;
   st.ctx = std::move(setup.ctx);
   st.lane = setup.lane;
+  st.joins_late = setup.generation > 0;
   st.pusher = std::move(setup.pusher);
   st.main = std::move(setup.main);
   const auto lane = setup.lane;
@@ -282,7 +289,8 @@ caf::behavior subscriber(subscriber_actor* self, subscriber_setup setup) {
   if (setup.runner) { // the sockets: the batches run here
     const auto dev = setup.runner->dev;
     try {
-      st.reports.emplace(*st.ctx, setup.pull_endpoint, lane, dev, st.node);
+      st.reports.emplace(*st.ctx, setup.pull_endpoint, lane, dev, st.node,
+                         wire::first_report_id(setup.generation));
       st.answers = std::make_unique<direct_answers>(*st.reports);
       st.runner = std::make_unique<batch_runner>(std::move(*setup.runner), *st.answers);
     } catch (const std::exception& e) {

@@ -40,6 +40,10 @@ struct subscriber_setup {
   // The sockets: the runner of the lane's batches, and where it reports (the controller's PULL).
   std::optional<batch_runner_setup> runner;
   std::string pull_endpoint;
+  // Which child of its lane this is (wire::startup_args::generation). A child started in place of
+  // a dead one joins a broadcast already under way: what comes before its first Hello is not for
+  // it, and its reports' ids start at wire::first_report_id(generation).
+  uint32_t generation = 0;
 };
 
 caf::actor spawn_subscriber(caf::actor_system& sys, subscriber_setup setup);

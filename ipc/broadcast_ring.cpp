@@ -112,6 +112,15 @@ void broadcast_ring::drop(uint32_t r) noexcept {
   notify_all(h_->data);  // and r, if it waits, finds out
 }
 
+void broadcast_ring::rejoin(uint32_t r) noexcept {
+  if (r >= h_->readers)
+    return;
+  auto& me = readers_[r];
+  me.read_pos.store(h_->write_pos.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  me.read_messages.store(h_->messages.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  me.dropped.store(0, std::memory_order_release);
+}
+
 bool broadcast_ring::dropped(uint32_t r) const noexcept {
   return r < h_->readers && readers_[r].dropped.load(std::memory_order_acquire) != 0;
 }

@@ -59,6 +59,9 @@ public:
   // The writer no longer waits for reader r (its process is gone); r's next read throws.
   void drop(uint32_t r) noexcept;
   bool dropped(uint32_t r) const noexcept;
+  // Dropped reader r is read by a new process (its lane's child started again): it reads from
+  // the next message written on, and the writer waits for it again. The writer's thread only.
+  void rejoin(uint32_t r) noexcept;
   // Messages written so far.
   uint64_t messages() const noexcept;
   // Bytes reader r has yet to read.

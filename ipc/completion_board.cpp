@@ -88,6 +88,17 @@ void completion_board::completed(uint32_t lane, uint64_t ops, uint64_t entries) 
   lanes_[lane].ops.store(ops, std::memory_order_release);
 }
 
+void completion_board::restarted(uint32_t lane, uint64_t ops, uint64_t entries) noexcept {
+  if (lane >= h_->lanes)
+    return;
+  auto& slot = lanes_[lane];
+  slot.running.store(0, std::memory_order_relaxed);
+  slot.entries.store(entries, std::memory_order_release);
+  slot.ops.store(ops, std::memory_order_release);
+  slot.failed_at.store(0, std::memory_order_seq_cst);
+  notify();
+}
+
 void completion_board::failed(uint32_t lane, uint64_t index) noexcept {
   if (lane >= h_->lanes)
     return;

@@ -67,6 +67,10 @@ public:
   int32_t spinning() const noexcept;
   // The child of `lane` is gone: the seats it held are free again.
   void forget_seats(uint32_t lane) noexcept;
+  // A failed lane runs again (its child was started anew) from `ops` operators and `entries`
+  // entries, everything before counted as acknowledged: the counts first, then the failure mark
+  // cleared, so that nothing waiting for the old counts reads the lane as healthy and behind.
+  void restarted(uint32_t lane, uint64_t ops, uint64_t entries) noexcept;
   // Something failed, or the runtime stops: every ticket taken before is stale.
   void fault() noexcept;
   uint64_t faults() const noexcept;

@@ -58,6 +58,11 @@ uint64_t ring_publisher::executes_written() const {
   return executes_written_.load(std::memory_order_relaxed);
 }
 
+void ring_publisher::rejoin(uint32_t reader) {
+  std::lock_guard<std::mutex> lock{mu_};
+  ring_.rejoin(reader);
+}
+
 void ring_publisher::drop(uint32_t reader) {
   std::lock_guard<std::mutex> lock{mu_};
   ring_.drop(reader);

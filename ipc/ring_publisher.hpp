@@ -42,6 +42,9 @@ public:
   bool flush();
   // The child reading as `reader` is gone: the ring no longer waits for it.
   void drop(uint32_t reader);
+  // A new child reads as `reader` (its lane's child was started again): it reads what is written
+  // from now on. Frames still waiting for room are written for it too.
+  void rejoin(uint32_t reader);
   // Frames reader `reader` has read.
   uint64_t read_messages(uint32_t reader) const;
   // Execute frames written to the ring (not those waiting for room).

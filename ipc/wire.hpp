@@ -21,7 +21,7 @@
 namespace ag::wire {
 
 constexpr char magic[2] = {'A', 'G'};
-constexpr uint8_t version = 8;
+constexpr uint8_t version = 9;
 constexpr std::size_t header_size = 16;
 // ZMQ_MAXMSGSIZE of every receiving socket: the largest frame a peer may send.
 constexpr int64_t max_frame_bytes = int64_t{1} << 30;
@@ -63,7 +63,9 @@ std::string to_string(msg_type t);
 struct header {
   msg_type type = msg_type::hello;
   uint64_t id = 0; // per sender, +1 per message; data_in, and data_out on return streams: per
-                   // lane, +1 per piece; data_sent: the last data_in id sent to the lane
+                   // lane, +1 per piece; data_sent: the last data_in id sent to the lane. A
+                   // child's reports: from first_report_id(its generation) on
+
   uint32_t lane = 0; // data_in, data_sent, data_out, data_done, pulse: whose they are; else 0
 };
 
@@ -79,6 +81,17 @@ bool carries_data(msg_type t) noexcept;
 uint64_t decode_data_offset(const void* frame, std::size_t size);
 // Writes the offset into data_offset_bytes at `frame`.
 void encode_data_offset(void* frame, uint64_t offset) noexcept;
+
+// The id of the first report of a lane's child of `generation` (0: the first child, n: its n-th
+// restart): each generation's ids lie above the last one's, so the controller tells a report of
+// a dead child, still on its way, from one of the child that took its place.
+constexpr uint64_t generation_shift = 40;
+constexpr uint64_t first_report_id(uint32_t generation) noexcept {
+  return (uint64_t{generation} << generation_shift) + 1;
+}
+constexpr uint32_t report_generation(uint64_t id) noexcept {
+  return static_cast<uint32_t>(id >> generation_shift);
+}
 
 // Start-up arguments of a child, written by the controller into its SubProcessSync segment.
 struct startup_args {
@@ -106,6 +119,10 @@ struct startup_args {
   bool graphs = false;
   uint64_t max_graphs = 64;
   uint32_t graph_after = 2;
+  // Which child of its lane this is (0: the first; n: started after the n-th death of one) and
+  // the entries (operators and releases) its lane acknowledged before it: its count goes on.
+  uint32_t generation = 0;
+  uint64_t entries_before = 0;
 };
 
 template <class Inspector>
@@ -113,7 +130,8 @@ typename Inspector::result_type inspect(Inspector& f, startup_args& x) {
   return f(caf::meta::type_name("startup_args"), x.version, x.pub_endpoint, x.pull_endpoint,
            x.where, x.lane, x.store_name, x.store_bytes, x.parent_pid, x.timeline_part,
            x.curve_server_key, x.curve_public, x.curve_secret, x.data_endpoints,
-           x.return_endpoints, x.graphs, x.max_graphs, x.graph_after);
+           x.return_endpoints, x.graphs, x.max_graphs, x.graph_after, x.generation,
+           x.entries_before);
 }
 
 struct execute_msg {

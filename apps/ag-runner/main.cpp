@@ -130,12 +130,14 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
     ss.lane = args.lane;
     ss.main = caf::actor_cast<caf::actor>(self);
     ss.node = node;
+    ss.generation = args.generation;
     caf::actor stream; // what runs the batches
     caf::actor pusher; // the shared-memory path: what reports
     caf::actor subscriber;
     std::optional<ag::pulse_pusher> pulse; // the sockets: the main thread's sign of a busy runner
     if (channel) { // the ring reader runs the batches; the socket carries the Hellos
-      pusher = ag::spawn_pusher(sys, ctx, args.pull_endpoint, args.lane, args.where);
+      pusher = ag::spawn_pusher(sys, ctx, args.pull_endpoint, args.lane, args.where, nullptr,
+                                ag::wire::first_report_id(args.generation));
       ag::ring_reader_setup rs;
       rs.runner = {args.lane, args.where, store.base(), store.size(), pin, timeline,
                    &channel->board()};
@@ -146,6 +148,7 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
       rs.runner.exports.spin = rs.spin;
       rs.runner.steps = steps;
       rs.runner.running = &mark;
+      rs.runner.entries_before = args.entries_before;
       stream = ag::spawn_ring_reader(sys, std::move(rs), pusher, caf::actor_cast<caf::actor>(self));
       ss.pusher = pusher;
       subscriber = ag::spawn_subscriber(sys, std::move(ss));
@@ -154,6 +157,7 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
       rs.exports = exports;
       rs.steps = steps;
       rs.running = &mark;
+      rs.entries_before = args.entries_before;
       pulse.emplace(*ctx, args.pull_endpoint, args.lane, mark, node);
       ss.runner = std::move(rs);
       ss.pull_endpoint = args.pull_endpoint;

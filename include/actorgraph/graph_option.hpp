@@ -92,6 +92,14 @@ struct graph_option {
   // an operator while alive is found by the wait_timeout of the user's sync() and to_vector().
   std::chrono::milliseconds progress_timeout{std::chrono::seconds{10}};
 
+  // Process mode: how many times each device's child is started again after it dies or is failed
+  // (killed by a signal, failed by the watchdog, an operator's failure). The work in flight fails
+  // as without restarts, naming the device; a new child is started within start_timeout, and
+  // operators submitted from then on run on it. Tensors that lived on the dead child are lost:
+  // using one throws ag::error saying so. Past max_restarts the device stays failed.
+  // runtime_stats::restarts counts them. 0: a failed device stays failed.
+  uint32_t max_restarts = 0;
+
   // The shared-memory path, or the sockets alone (above).
   ag::transport transport = ag::transport::shared_memory;
 

@@ -40,6 +40,9 @@ struct runtime_stats {
   std::size_t in_flight_ops = 0;
   // Operator calls that had to wait for room, since the start.
   std::size_t blocked_submits = 0;
+  // Children started again after one died or was failed, over every device
+  // (graph_option::max_restarts).
+  std::size_t restarts = 0;
 };
 
 class runtime {

@@ -89,6 +89,10 @@ const std::map<std::string, setter>& setters() {
      [](graph_option& o, const py::handle& v) {
        o.progress_timeout = millis_of(v, "progress_timeout");
      }},
+    {"max_restarts",
+     [](graph_option& o, const py::handle& v) {
+       o.max_restarts = number<uint32_t>(v, "max_restarts");
+     }},
     {"transport",
      [](graph_option& o, const py::handle& v) {
        o.transport = choice<transport>(
@@ -242,6 +246,7 @@ py::dict stats_of(const runtime_stats& s) {
   d["operators"] = s.operators;
   d["in_flight_ops"] = s.in_flight_ops;
   d["blocked_submits"] = s.blocked_submits;
+  d["restarts"] = s.restarts;
   return d;
 }
 
@@ -254,7 +259,7 @@ void bind_runtime(py::module_& m) {
 Runtime(devices="auto", per_device_per_process=False, **options) takes every graph_option field
 by its name (durations in seconds, float("inf") for no deadline): peer_transfers, sim_peers,
 store_bytes, wait_timeout, start_timeout, max_in_flight_ops, max_in_flight_bytes,
-max_queued_bytes, progress_timeout, transport ("shared_memory" or "sockets"), spin_wait,
+max_queued_bytes, progress_timeout, max_restarts, transport ("shared_memory" or "sockets"), spin_wait,
 ring_bytes, cuda_graphs ("auto" or "off"), max_cuda_graphs, cuda_graph_after, nodes, key_file,
 node_timeout, node_streams, runner_path, trace_path, timeline_path.
 Every runner is ready when it returns. Use it in a `with` block, or close() it.)")
@@ -299,7 +304,8 @@ Every runner is ready when it returns. Use it in a `with` block, or close() it.)
       "each iteration of a training or decoding loop; nothing else in the loop changes.")
     .def(
       "stats", [](py_runtime& r) { return stats_of(r.with([](runtime& rt) { return rt.stats(); })); },
-      "store_live_bytes, device_live_bytes, batches, operators, in_flight_ops, blocked_submits.")
+      "store_live_bytes, device_live_bytes, batches, operators, in_flight_ops, blocked_submits, "
+      "restarts.")
     .def_property_readonly(
       "devices",
       [](py_runtime& r) {

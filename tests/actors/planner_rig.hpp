@@ -62,6 +62,12 @@ struct recording_outbox final : ag::planner_outbox {
   uint64_t flush_requests = 0;
   bool flush_pending = false;
   std::vector<std::chrono::milliseconds> progress_checks;
+  struct restart_call {
+    uint32_t lane;
+    uint32_t generation;
+    uint64_t entries_before;
+  };
+  std::vector<restart_call> restarts;
 
   void run(uint32_t lane, ag::batch b) override { runs[lane].push_back(std::move(b)); }
   void broadcast(ag::wire::execute_msg m) override { broadcasts.push_back(std::move(m)); }
@@ -80,6 +86,9 @@ struct recording_outbox final : ag::planner_outbox {
   }
   void check_progress_after(std::chrono::milliseconds after) override {
     progress_checks.push_back(after);
+  }
+  void restart(uint32_t lane, uint32_t generation, uint64_t entries_before) override {
+    restarts.push_back({lane, generation, entries_before});
   }
 
   std::size_t batches(uint32_t lane) const {

@@ -73,7 +73,7 @@ def test_stats_are_a_dict():
         rt.sync()
         s = rt.stats()
         assert set(s) == {"store_live_bytes", "device_live_bytes", "batches", "operators",
-                          "in_flight_ops", "blocked_submits"}
+                          "in_flight_ops", "blocked_submits", "restarts"}
         assert s["operators"] >= 2 and s["in_flight_ops"] == 0
 
 
