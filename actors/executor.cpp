@@ -153,7 +153,7 @@ void note_ring_reads(executor_self self) {
   st.plan->delivered(ring->executes_written());
   for (uint32_t l = 0; l < st.lanes->lanes(); ++l)
     if (st.lanes->remote(l)) {
-      const uint64_t read = ring->read_messages(l - 1);
+      const uint64_t read = ring->executes_read(l - 1);
       if (read > st.plan->lane(l).broadcasts_received)
         st.plan->received(l, read);
     }

@@ -120,7 +120,8 @@ void cleanup_slots::add(const std::string& path, bool is_dir) {
 
 process_env::process_env(std::size_t store_bytes, std::size_t device_lanes,
                          const std::string& runner_path, std::size_t ring_bytes,
-                         std::chrono::nanoseconds spin, std::chrono::milliseconds export_wait) {
+                         std::chrono::nanoseconds spin, std::chrono::milliseconds export_wait,
+                         bool timeline_parts) {
   // Before anything is made: past the limit libzmq aborts the process rather than fail a call.
   // The controller's ZMQ context and sockets take 9, each child 4 (its two connections, its
   // start-up segment, its pidfd); 3 more for what opens and closes on the way (a trace, /proc).
@@ -130,36 +131,43 @@ process_env::process_env(std::size_t store_bytes, std::size_t device_lanes,
   remove_leftovers(tmp_dir());
   setup_.export_wait = export_wait;
   setup_.runner_path = find_runner(runner_path);
-  dir_ = runtime_dir::create();
-  // This runtime's shared memory is named after its directory, "ag-<pid>-actorgraph-<tag>", whose
-  // owner marker lets a later runtime remove it once this process is gone, and nothing else.
-  const std::string prefix = dir_.name();
+  // Nothing of this runtime has a name in a file system for longer than it takes to open it, so
+  // that nothing is left whatever kills it: its shared memory is named only until created (its
+  // children inherit descriptors), its endpoints are abstract (no socket file), and a directory
+  // is made only for the children's timeline parts. The names are "ag-<pid>-actorgraph-<tag>-...".
+  const std::string prefix = runtime_name();
+  if (timeline_parts) {
+    dir_ = runtime_dir::create();
+    cleanup_.add(dir_.marker_path(), false);
+    cleanup_.add(dir_.path(), true);
+    setup_.timeline_part_prefix = dir_.path() + "/timeline-";
+  }
   const auto lanes = static_cast<uint32_t>(device_lanes + 1);
   const std::size_t channel_bytes =
     ring_bytes > 0 ? shm_channel::bytes_for(lanes, static_cast<uint32_t>(device_lanes), ring_bytes)
                    : 0;
   check_shm_room(store_bytes, channel_bytes, device_lanes);
   store_ = tensor_store::create_shared("/" + prefix + "-store", store_bytes);
-  // What a stop signal must remove if it ends the program before this environment ends.
-  cleanup_.add("/dev/shm" + store_.name(), false);
+  store_.unlink(); // its children inherit store_.fd()
   if (ring_bytes > 0) {
     setup_.channel = std::make_shared<shm_channel>(shm_channel::create(
       "/" + prefix + "-channel", lanes, static_cast<uint32_t>(device_lanes), ring_bytes));
-    cleanup_.add("/dev/shm" + setup_.channel->name(), false);
+    setup_.channel->unlink(); // and its fd()
     setup_.spin = spin;
   }
-  for (std::size_t i = 0; i < device_lanes; ++i)
-    cleanup_.add("/dev/shm/" + sync_segment(prefix, device_lane(i)), false);
-  for (const char* file : {"/pub", "/pull", "/trusted.pem"}) // the last with nodes (node_setup)
-    cleanup_.add(dir_.path() + file, false);
-  cleanup_.add(dir_.marker_path(), false);
-  cleanup_.add(dir_.path(), true);
   setup_.zmq = std::make_shared<zmq::context_t>(1);
-  setup_.pub_endpoint = dir_.endpoint("pub");
-  setup_.pull_endpoint = dir_.endpoint("pull");
+  // Abstract endpoints, which only this user's processes may connect to (zmqs: SO_PEERCRED).
+  setup_.pub_endpoint = "ipc://@" + prefix + "/pub";
+  setup_.pull_endpoint = "ipc://@" + prefix + "/pull";
   setup_.store_name = store_.name();
+  setup_.store_fd = store_.fd();
   setup_.segment_prefix = prefix;
-  setup_.timeline_part_prefix = dir_.path() + "/timeline-";
+}
+
+const std::string& process_env::trust_file() {
+  if (!trust_)
+    trust_.emplace(memory_file::create("trusted.pem"));
+  return trust_->path();
 }
 
 void process_env::open_network(const std::string& curve_public, const std::string& curve_secret,
@@ -203,7 +211,8 @@ void process_env::open_network(const std::string& curve_public, const std::strin
 }
 
 std::string timeline_part(const process_setup& p, std::size_t lane) {
-  return p.timeline_part_prefix + std::to_string(lane);
+  return p.timeline_part_prefix.empty() ? std::string{}
+                                        : p.timeline_part_prefix + std::to_string(lane);
 }
 
 proxy_setup make_proxy_setup(const process_setup& p, uint32_t lane, const device& where,
@@ -217,10 +226,13 @@ proxy_setup make_proxy_setup(const process_setup& p, uint32_t lane, const device
   ps.args.where = where;
   ps.args.lane = lane;
   ps.args.store_name = p.store_name;
+  ps.args.store_fd = p.store_fd;
   ps.args.store_bytes = store_bytes;
+  ps.inherit.push_back(p.store_fd);
   ps.args.parent_pid = static_cast<int32_t>(::getpid());
   if (p.channel) {
-    ps.extra_args = {"--channel=" + p.channel->name(),
+    ps.inherit.push_back(p.channel->fd());
+    ps.extra_args = {"--channel-fd=" + std::to_string(p.channel->fd()),
                      "--channel-bytes=" + std::to_string(p.channel->size()),
                      "--spin-ns=" + std::to_string(p.spin.count())};
   }

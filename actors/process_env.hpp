@@ -1,17 +1,20 @@
 // process_env: what a controller of child processes sets up before it spawns them (the seed's
-// PerDeviceProcessNodeRunner environment): the endpoints' private directory, the shared tensor
-// store, the names of every SubProcessSync segment, the ag-runner program, and their registration
-// with the stop-signal clean-up. Used by the runtime in process mode and by ag-replay.
+// PerDeviceProcessNodeRunner environment): the endpoints, the shared tensor store and channel
+// (nameless once made: the children inherit their descriptors), the names of every
+// SubProcessSync segment, the ag-runner program, and the children's timeline parts' directory
+// (with a timeline only). Used by the runtime in process mode, by ag-node and by ag-replay.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "actors/process_setup.hpp"
 #include "actors/runner_proxy.hpp"
+#include "ipc/memory_file.hpp"
 #include "ipc/runtime_dir.hpp"
 #include "ipc/tensor_store.hpp"
 
@@ -45,13 +48,15 @@ public:
   process_env(std::size_t store_bytes, std::size_t device_lanes, const std::string& runner_path,
               std::size_t ring_bytes = 0,
               std::chrono::nanoseconds spin = std::chrono::microseconds{50},
-              std::chrono::milliseconds export_wait = std::chrono::milliseconds{60000});
+              std::chrono::milliseconds export_wait = std::chrono::milliseconds{60000},
+              bool timeline_parts = false);
   process_env(const process_env&) = delete;
   process_env& operator=(const process_env&) = delete;
 
   tensor_store& store() noexcept { return store_; }
-  // A file of this environment's directory (removed with it).
-  std::string file(const std::string& name) const { return dir_.path() + "/" + name; }
+  // The file the middleman's TLS trusts (node_setup::open writes it): in memory, at a path of
+  // this process ("/proc/self/fd/N"), so that nothing of it is left on disk.
+  const std::string& trust_file();
 
   // With nodes: starts the ZAP handler that lets in the nodes' CURVE keys (`allowed`: key -> node
   // name), binds the TCP PUB and PULL and `streams` data PUBs (CURVE, this controller's keys) and
@@ -65,9 +70,10 @@ public:
 
 private:
   cleanup_slots cleanup_; // first: forgotten only after everything below is gone
-  runtime_dir dir_;       // removed last, with what is in it
+  runtime_dir dir_;       // with timeline_parts only; removed last, with what is in it
   tensor_store store_;
   process_setup setup_;
+  std::optional<memory_file> trust_;
 };
 
 // Where the child of `lane` writes its timeline events as it exits (with a timeline).

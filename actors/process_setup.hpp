@@ -57,6 +57,7 @@ struct process_setup {
   std::string pub_endpoint;
   std::string pull_endpoint;
   std::string store_name;
+  int store_fd = -1; // the store's descriptor, which every child inherits
   std::string runner_path;
   std::string segment_prefix; // + "-sync-<lane>": each child's SubProcessSync segment
   std::string timeline_part_prefix; // + "<lane>": each child's timeline part (with a timeline)

@@ -40,22 +40,33 @@ struct proxy_state {
     ::poll(&pfd, 1, static_cast<int>(poll_slice.count()));
     const auto& status = child.try_wait();
     if (status)
-      forget_if_killed();
+      remove_driver_files();
     return status;
   }
 
   // Kills the child and reaps it, now.
   void kill_and_reap() noexcept {
     child.kill_and_reap();
-    forget_if_killed();
+    remove_driver_files();
   }
 
-  // A reaped child killed by a signal had no chance to destroy its CUDA interprocess events and
-  // handles: the files the driver made for them in /dev/shm go with it (its own, nothing else).
-  void forget_if_killed() noexcept {
-    if (const auto& status = child.try_wait(); status && status->signal != 0)
+  // The files the CUDA driver made in /dev/shm for a reaped child's interprocess events go with
+  // it (its own, nothing else): those it named in its segment, whatever way it ended (a child
+  // killed had no chance to destroy its events), and, killed by a signal, those named after its
+  // pid (where the driver's pid is the one this process sees).
+  void remove_driver_files() noexcept {
+    const auto& status = child.try_wait();
+    if (!status || files_removed)
+      return;
+    files_removed = true;
+    try {
+      remove_cuda_ipc_files(sync.driver_files());
+    } catch (...) { // its segment's lock not taken: a child killed holding it
+    }
+    if (status->signal != 0)
       remove_cuda_ipc_files(child.pid());
   }
+  bool files_removed = false;
 
   // The child's own account of a failed start, when it left one.
   std::string reason(const exit_status& st) const {
@@ -136,16 +147,22 @@ runner_proxy_actor::behavior_type runner_proxy(proxy_self self, proxy_setup setu
   const auto dev = st.device_name();
   try {
     st.sync = sub_process_sync::create(st.setup.segment_name, wire::encode(st.setup.args));
-    std::vector<std::string> argv{"--remote-runner", "--shm-name=" + st.setup.segment_name};
+    // Which runtime and lane it serves, for ps (and the tests): ag-<pid>-actorgraph-<tag>.
+    const auto& seg = st.setup.segment_name;
+    std::vector<std::string> argv{"--remote-runner", "--sync-fd=" + std::to_string(st.sync.fd()),
+                                  "--runtime=" + seg.substr(0, seg.rfind("-sync-")),
+                                  "--lane=" + std::to_string(st.setup.args.lane)};
     argv.insert(argv.end(), st.setup.extra_args.begin(), st.setup.extra_args.end());
-    st.child = sub_process::spawn(st.setup.runner_path, argv);
+    auto inherit = st.setup.inherit;
+    inherit.push_back(st.sync.fd());
+    st.child = sub_process::spawn(st.setup.runner_path, argv, inherit);
+    st.sync.unlink_name(); // the child has its descriptor: no name is left to outlive them
     const auto deadline = deadline_after(st.setup.start_timeout);
     if (!st.sync.wait_started(deadline, [&] { return !st.child.try_wait(); })) {
       if (const auto& status = st.child.try_wait())
         throw error(st.who() + " failed to start: " + st.reason(*status));
       throw error(st.who() + " did not start within " + duration_string(st.setup.start_timeout));
     }
-    st.sync.unlink_name(); // the child has it open: no name is left to outlive them both
   } catch (const std::exception& e) {
     const std::string what = e.what();
     self->quit(make_error(errc::device_failed,

@@ -25,7 +25,8 @@ struct proxy_setup {
   std::string runner_path;  // ag-runner
   std::string segment_name; // its SubProcessSync segment
   wire::startup_args args;
-  std::vector<std::string> extra_args; // after --remote-runner --shm-name=: the shared-memory path
+  std::vector<std::string> extra_args; // after --remote-runner --sync-fd=: the shared-memory path
+  std::vector<int> inherit; // descriptors the child inherits (the store's, the channel's)
   std::string name; // how its errors name the device ("n1/cuda:0"); empty: args.where
   std::chrono::milliseconds start_timeout{60000}; // for the started handshake
   std::chrono::milliseconds stop_timeout{60000};  // for the child's exit at shutdown

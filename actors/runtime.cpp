@@ -125,9 +125,9 @@ public:
         nodes_->probe(opt_.start_timeout, "graph_option::start_timeout");
       }
       env_.emplace(opt_.store_bytes, devices_.size(), opt_.runner_path, shm ? opt_.ring_bytes : 0,
-                   opt_.spin_wait, opt_.wait_timeout);
+                   opt_.spin_wait, opt_.wait_timeout, !opt_.timeline_path.empty());
       if (nodes_)
-        nodes_->open(*env_, env_->file("trusted.pem"), opt_.node_streams);
+        nodes_->open(*env_, env_->trust_file(), opt_.node_streams);
       setup.process = env_->setup();
       if (shm)
         board_ = &env_->setup().channel->board();
@@ -182,7 +182,7 @@ public:
       cfg_.emplace();
       quiet_pool(*cfg_);
       if (with_nodes)
-        nodes_->configure(*cfg_, env_->file("trusted.pem"), opt_.node_timeout);
+        nodes_->configure(*cfg_, env_->trust_file(), opt_.node_timeout);
       owned_.emplace(*cfg_);
       sys_ = &*owned_;
     } else {

@@ -1,4 +1,5 @@
 #include "cuda/cuda_ipc.hpp"
+#include "cuda/ipc_files.hpp"
 
 #include <cstring>
 
@@ -61,6 +62,9 @@ uint64_t cuda_ipc::export_memory(const void* ptr, cudaStream_t stream, char (&ha
   std::memcpy(handle, &h, sizeof h);
   const uint64_t offset = offset_in_allocation(ptr, dev_);
   if (own_ == nullptr) {
+    // The driver backs an interprocess event with a file in /dev/shm: noted, so that it is
+    // removed even if this process is killed before it destroys the event (ipc_files.hpp).
+    const auto before = mapped_ipc_files();
     cudaEvent_t e = nullptr;
     AG_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming | cudaEventInterprocess));
     cudaIpcEventHandle_t eh{};
@@ -70,6 +74,7 @@ uint64_t cuda_ipc::export_memory(const void* ptr, cudaStream_t stream, char (&ha
     }
     own_ = e;
     std::memcpy(own_handle_, &eh, sizeof eh);
+    note_own_ipc_files(before, mapped_ipc_files());
   }
   AG_CUDA_TRY(cudaEventRecord(own_, stream));
   std::memcpy(event, own_handle_, sizeof own_handle_);

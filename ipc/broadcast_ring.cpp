@@ -132,6 +132,14 @@ uint64_t broadcast_ring::unread(uint32_t r) const noexcept {
          - readers_[r].read_pos.load(std::memory_order_acquire);
 }
 
+uint64_t broadcast_ring::write_position() const noexcept {
+  return h_->write_pos.load(std::memory_order_acquire);
+}
+
+uint64_t broadcast_ring::read_position(uint32_t r) const noexcept {
+  return r < h_->readers ? readers_[r].read_pos.load(std::memory_order_acquire) : 0;
+}
+
 uint64_t broadcast_ring::read_messages(uint32_t r) const noexcept {
   if (r >= h_->readers)
     return 0;

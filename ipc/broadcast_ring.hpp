@@ -62,8 +62,13 @@ public:
   // Dropped reader r is read by a new process (its lane's child started again): it reads from
   // the next message written on, and the writer waits for it again. The writer's thread only.
   void rejoin(uint32_t r) noexcept;
-  // Messages written so far.
+  // Messages written so far, and their bytes (records and padding: the write position).
   uint64_t messages() const noexcept;
+  uint64_t write_position() const noexcept;
+  // Where reader r is (bytes it read past, as it published), and the least such position of the
+  // readers not dropped (never past the write position).
+  uint64_t read_position(uint32_t r) const noexcept;
+  uint64_t least_read_position() const noexcept { return min_read_pos(); }
   // Bytes reader r has yet to read.
   uint64_t unread(uint32_t r) const noexcept;
   // Where the writer sleeps while it waits for room.

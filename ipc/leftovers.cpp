@@ -4,6 +4,7 @@
 #include <climits>
 #include <csignal>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <type_traits>
 #include <utility>
@@ -318,23 +319,82 @@ leftovers_removed remove_leftovers(const std::string& tmp) noexcept {
   return out;
 }
 
-std::size_t remove_cuda_ipc_files(long pid) noexcept {
+namespace {
+
+// A number as the CUDA driver writes it in its files' names: lowercase hex (a pid of 643 is
+// "283": seen on the H200 machine, where the children were 608, 609, 643 and 644 and the files
+// cuda.shm.0.260.1, cuda.shm.0.261.1, cuda.shm.0.283.1 and cuda.shm.0.284.1).
+std::string hex(unsigned long x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%lx", x);
+  return buf;
+}
+
+// The prefixes of this user's files: cuda.shm.<uid>. with the uid in hex (and, should a driver
+// write it so, in decimal).
+std::vector<std::string> user_prefixes() {
+  const auto uid = static_cast<unsigned long>(::getuid());
+  std::vector<std::string> p{"cuda.shm." + hex(uid) + "."};
+  if (const auto dec = "cuda.shm." + std::to_string(uid) + "."; dec != p[0])
+    p.push_back(dec);
+  return p;
+}
+
+// cuda.shm.<uid>.<hex digits>.<hex digits>, this user's.
+bool driver_file_name(const std::string& name) {
+  auto hex_digits = [&](std::size_t from, std::size_t to) {
+    return to > from && name.find_first_not_of("0123456789abcdef", from) >= to;
+  };
+  for (const auto& prefix : user_prefixes()) {
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0)
+      continue;
+    const auto dot = name.find('.', prefix.size());
+    if (dot != std::string::npos && hex_digits(prefix.size(), dot)
+        && hex_digits(dot + 1, name.size()))
+      return true;
+  }
+  return false;
+}
+
+// Unlinks /dev/shm/<name> if it is a regular file of this user.
+bool remove_regular(int dir, const std::string& name) {
+  struct stat st {};
+  return ::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)
+         && st.st_uid == ::geteuid() && ::unlinkat(dir, name.c_str(), 0) == 0;
+}
+
+} // namespace
+
+std::size_t remove_cuda_ipc_files(const std::vector<std::string>& names) noexcept {
   std::size_t removed = 0;
   try {
-    const std::string prefix =
-      "cuda.shm." + std::to_string(::getuid()) + "." + std::to_string(pid) + ".";
     const fd_guard shm{::open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
     if (shm.fd < 0)
       return 0;
-    for (const auto& name : entries(shm.fd)) {
-      if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0
-          || name.find_first_not_of("0123456789", prefix.size()) != std::string::npos)
-        continue;
-      struct stat st {};
-      if (::fstatat(shm.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)
-          && st.st_uid == ::geteuid() && ::unlinkat(shm.fd, name.c_str(), 0) == 0)
+    for (const auto& name : names)
+      if (driver_file_name(name) && remove_regular(shm.fd, name))
         ++removed;
-    }
+  } catch (...) {
+  }
+  return removed;
+}
+
+std::size_t remove_cuda_ipc_files(long pid) noexcept {
+  std::size_t removed = 0;
+  try {
+    const fd_guard shm{::open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+    if (shm.fd < 0)
+      return 0;
+    std::vector<std::string> prefixes;
+    for (const auto& user : user_prefixes())
+      prefixes.push_back(user + hex(static_cast<unsigned long>(pid)) + ".");
+    for (const auto& name : entries(shm.fd))
+      for (const auto& prefix : prefixes)
+        if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0
+            && driver_file_name(name) && remove_regular(shm.fd, name)) {
+          ++removed;
+          break;
+        }
   } catch (...) {
   }
   return removed;

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ag {
 
@@ -55,10 +56,17 @@ struct leftovers_removed {
 leftovers_removed remove_leftovers(const std::string& tmp_dir) noexcept;
 
 // What the CUDA driver leaves in /dev/shm for a process that made interprocess events or memory
-// handles and was killed before it destroyed them: cuda.shm.<uid>.<pid>.<n>, this user's regular
-// files only. Removes those of `pid` (a child the caller reaped, killed by a signal) and nothing
-// else; returns how many. Never throws.
+// handles and was killed before it destroyed them: cuda.shm.<uid>.<pid>.<n>, the numbers in
+// lowercase hex, this user's regular files only. Removes those of `pid` (a child the caller
+// reaped, killed by a signal) and nothing else; returns how many. Never throws.
 std::size_t remove_cuda_ipc_files(long pid) noexcept;
+
+// The same for files a child named itself (sub_process_sync::record_driver_files): where the
+// driver's pid is not the one the proxy sees (another pid namespace), the name is what ties a
+// file to the child. Removes each name that has the driver's shape, cuda.shm.<this uid>.<hex>.<hex>,
+// and is a regular file of this user in /dev/shm (never a link, never another path); returns how
+// many. Never throws.
+std::size_t remove_cuda_ipc_files(const std::vector<std::string>& names) noexcept;
 
 // The directory runtimes put their endpoints under: $TMPDIR, else /tmp.
 std::string tmp_dir();

@@ -1,5 +1,7 @@
 #include "ipc/ring_publisher.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 
 #include "actorgraph/error.hpp"
@@ -29,8 +31,16 @@ bool ring_publisher::try_publish(wire::msg_type type, const wire::bytes& body) {
     trace_->write(trace::frame_rec{h.id, h.type, body});
   ring_.try_write(parts, 2); // it fits: readers only make room
   ++next_id_;
-  if (type == wire::msg_type::execute)
-    executes_written_.fetch_add(1, std::memory_order_relaxed);
+  if (type == wire::msg_type::execute) {
+    const uint64_t n = executes_written_.fetch_add(1, std::memory_order_relaxed) + 1;
+    ends_.push_back({ring_.write_position(), n});
+  }
+  // What every reader has read past is forgotten (a reader not dropped holds the rest).
+  const uint64_t least = ring_.least_read_position();
+  while (!ends_.empty() && ends_.front().end <= least) {
+    read_base_ = ends_.front().executes;
+    ends_.pop_front();
+  }
   return true;
 }
 
@@ -52,7 +62,14 @@ bool ring_publisher::flush() {
   return waiting_.empty();
 }
 
-uint64_t ring_publisher::read_messages(uint32_t reader) const { return ring_.read_messages(reader); }
+uint64_t ring_publisher::executes_read(uint32_t reader) const {
+  std::lock_guard<std::mutex> lock{mu_};
+  const uint64_t pos = ring_.read_position(reader);
+  // The last Execute that ends at or before pos (ends_ is in write order).
+  auto it = std::upper_bound(ends_.begin(), ends_.end(), pos,
+                             [](uint64_t p, const written_end& w) { return p < w.end; });
+  return it == ends_.begin() ? read_base_ : std::prev(it)->executes;
+}
 
 uint64_t ring_publisher::executes_written() const {
   return executes_written_.load(std::memory_order_relaxed);

@@ -45,8 +45,11 @@ public:
   // A new child reads as `reader` (its lane's child was started again): it reads what is written
   // from now on. Frames still waiting for room are written for it too.
   void rejoin(uint32_t reader);
-  // Frames reader `reader` has read.
-  uint64_t read_messages(uint32_t reader) const;
+  // Execute frames reader `reader` has read, counted from its position in the ring (the bytes it
+  // read past, which give the writer room), not from a count it keeps: a child that claims to
+  // have read more than it did gives that room away, and cannot hold frames back in the
+  // controller while it looks caught up.
+  uint64_t executes_read(uint32_t reader) const;
   // Execute frames written to the ring (not those waiting for room).
   uint64_t executes_written() const;
 
@@ -64,6 +67,14 @@ private:
   std::size_t max_body_;
   uint64_t next_id_ = 1;
   std::atomic<uint64_t> executes_written_{0}; // read on every flush of the executor, unlocked
+  // Where each Execute frame written ends in the ring and how many were written up to it, from the
+  // least reader's position on; read_base_: the Executes every reader has read past.
+  struct written_end {
+    uint64_t end;
+    uint64_t executes;
+  };
+  std::deque<written_end> ends_;
+  uint64_t read_base_ = 0;
   std::shared_ptr<trace::writer> trace_;
 };
 

@@ -28,6 +28,14 @@ std::string random_tag() {
   return buf;
 }
 
+} // namespace
+
+std::string runtime_name() {
+  return "ag-" + std::to_string(::getpid()) + "-actorgraph-" + random_tag();
+}
+
+namespace {
+
 void write_marker(const std::string& path, const std::string& text) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0)

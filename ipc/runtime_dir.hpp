@@ -9,6 +9,10 @@
 
 namespace ag {
 
+// A fresh name for one runtime's objects, "ag-<pid>-actorgraph-<tag>" (<tag>: 16 lowercase hex
+// digits from std::random_device), the pattern of its directory's name.
+std::string runtime_name();
+
 class runtime_dir {
 public:
   // Creates $TMPDIR/ag-<pid>-actorgraph-<tag> (or under /tmp; <tag>: 16 lowercase hex digits from

@@ -28,12 +28,21 @@ shm_channel shm_channel::create(const std::string& name, uint32_t lanes, uint32_
 }
 
 shm_channel shm_channel::open(const std::string& name, std::size_t bytes) {
+  return attach(tensor_store::open_shared(name, bytes));
+}
+
+shm_channel shm_channel::open_inherited(int fd, std::size_t bytes) {
+  return attach(tensor_store::open_inherited(fd, bytes, "shared-memory channel"));
+}
+
+shm_channel shm_channel::attach(tensor_store memory) {
   shm_channel c;
-  c.memory_ = tensor_store::open_shared(name, bytes);
+  c.memory_ = std::move(memory);
+  const std::size_t bytes = c.memory_.size();
   c.board_ = completion_board::attach(c.memory_.base(), bytes);
   const std::size_t board_bytes = aligned(completion_board::bytes_for(c.board_.lanes()));
   if (board_bytes >= bytes)
-    throw error("shared-memory channel " + name + ": " + std::to_string(bytes)
+    throw error("shared-memory channel " + c.memory_.name() + ": " + std::to_string(bytes)
                 + " bytes hold no ring after the board");
   c.ring_ = broadcast_ring::attach(c.memory_.base() + board_bytes, bytes - board_bytes);
   return c;

@@ -29,7 +29,8 @@ std::string exit_status::str() const {
   return "exited with code " + std::to_string(code);
 }
 
-sub_process sub_process::spawn(const std::string& program, const std::vector<std::string>& args) {
+sub_process sub_process::spawn(const std::string& program, const std::vector<std::string>& args,
+                               const std::vector<int>& inherit) {
   if (::access(program.c_str(), X_OK) != 0)
     throw error("cannot start " + program + ": " + std::strerror(errno));
   std::vector<std::string> storage;
@@ -52,8 +53,14 @@ sub_process sub_process::spawn(const std::string& program, const std::vector<std
   ::posix_spawnattr_setpgroup(&attr, 0);
   ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF
                                       | POSIX_SPAWN_SETPGROUP);
+  // dup2 of a descriptor onto itself clears its close-on-exec flag in the child alone (glibc).
+  posix_spawn_file_actions_t actions;
+  ::posix_spawn_file_actions_init(&actions);
+  for (int fd : inherit)
+    ::posix_spawn_file_actions_adddup2(&actions, fd, fd);
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, program.c_str(), nullptr, &attr, argv.data(), environ);
+  const int rc = ::posix_spawn(&pid, program.c_str(), &actions, &attr, argv.data(), environ);
+  ::posix_spawn_file_actions_destroy(&actions);
   ::posix_spawnattr_destroy(&attr);
   if (rc != 0)
     throw error("cannot start " + program + ": " + std::strerror(rc));

@@ -26,8 +26,11 @@ class sub_process {
 public:
   // Starts `program` with `args` (argv[1..]) in a process group of its own, so that a terminal's
   // Ctrl-C reaches the controller, which then shuts its children down. Throws ag::error naming the
-  // program and the reason when it cannot be started.
-  static sub_process spawn(const std::string& program, const std::vector<std::string>& args);
+  // program and the reason when it cannot be started. `inherit`: descriptors of this process
+  // (close-on-exec, as every descriptor of the runtime) that the child gets under the same
+  // numbers, open across its exec; no other descriptor of this process reaches it.
+  static sub_process spawn(const std::string& program, const std::vector<std::string>& args,
+                           const std::vector<int>& inherit = {});
 
   sub_process() noexcept = default;
   sub_process(sub_process&& other) noexcept;

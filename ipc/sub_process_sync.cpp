@@ -7,6 +7,8 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <boost/date_time/posix_time/posix_time_types.hpp>
 #include <boost/interprocess/mapped_region.hpp>
@@ -24,8 +26,9 @@ namespace ag {
 namespace {
 
 constexpr uint32_t block_magic = 0x41475359; // "AGSY"
-constexpr uint32_t block_version = 2;
+constexpr uint32_t block_version = 3;
 constexpr std::size_t max_error_bytes = 1024;
+constexpr std::size_t max_driver_files_bytes = 1024;
 
 struct block {
   uint32_t magic = block_magic;
@@ -38,6 +41,8 @@ struct block {
   std::atomic<uint32_t> exit_requested{0};
   uint32_t error_size = 0;
   char error[max_error_bytes] = {};
+  uint32_t driver_files_size = 0; // names, each ending in '\n'
+  char driver_files[max_driver_files_bytes] = {};
   uint32_t args_size = 0;
   char args[sub_process_sync::max_args_bytes] = {};
 };
@@ -56,6 +61,15 @@ constexpr std::chrono::milliseconds poll_interval{1};
 
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "the flags are shared between processes");
 
+// A segment this process inherited as a descriptor (its name already gone), for
+// Boost.Interprocess to map as it maps a shared_memory_object.
+using mapping_handle =
+  decltype(std::declval<const bip::shared_memory_object&>().get_mapping_handle());
+struct inherited_segment {
+  int fd = -1;
+  mapping_handle get_mapping_handle() const noexcept { return mapping_handle{fd, false}; }
+};
+
 } // namespace
 
 struct sub_process_sync::impl {
@@ -64,12 +78,16 @@ struct sub_process_sync::impl {
   bip::shared_memory_object shm;
   bip::mapped_region region;
   block* b = nullptr;
+  int inherited = -1; // the child's descriptor of it, closed with it
 
   // The block is never destroyed in place: removing the segment is all the clean-up the mutex
   // needs, whatever state a killed peer left it in.
   ~impl() {
     if (owner)
       bip::shared_memory_object::remove(name.c_str());
+    region = bip::mapped_region{};
+    if (inherited >= 0)
+      ::close(inherited);
   }
 
   bip::scoped_lock<bip::interprocess_mutex> lock() const {
@@ -124,6 +142,32 @@ sub_process_sync sub_process_sync::create(const std::string& name, const std::ve
   p->b->args_size = static_cast<uint32_t>(args.size());
   if (!args.empty()) // an empty vector's data() may be null, which memcpy must not get
     std::memcpy(p->b->args, args.data(), args.size());
+  return sub_process_sync{std::move(p)};
+}
+
+int sub_process_sync::fd() const noexcept {
+  return impl_ ? static_cast<int>(impl_->shm.get_mapping_handle().handle) : -1;
+}
+
+sub_process_sync sub_process_sync::open_inherited(int fd) {
+  auto p = std::make_unique<impl>();
+  p->name = "on descriptor " + std::to_string(fd);
+  p->inherited = fd;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    throw error("start-up segment " + p->name + ": " + std::strerror(errno));
+  if (static_cast<std::size_t>(st.st_size) != sizeof(block))
+    throw error("start-up segment " + p->name + ": holds " + std::to_string(st.st_size)
+                + " bytes, not a segment of this version");
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC); // no further child of this one gets it
+  try {
+    p->region = bip::mapped_region(inherited_segment{fd}, bip::read_write, 0, sizeof(block));
+  } catch (const bip::interprocess_exception& e) {
+    throw error("start-up segment " + p->name + ": cannot map: " + e.what());
+  }
+  p->b = static_cast<block*>(p->region.get_address());
+  if (p->b->magic != block_magic || p->b->version != block_version)
+    throw error("start-up segment " + p->name + ": not a segment of this version");
   return sub_process_sync{std::move(p)};
 }
 
@@ -187,6 +231,36 @@ bool sub_process_sync::wait_started(std::chrono::steady_clock::time_point deadli
 
 void sub_process_sync::notify_exit() noexcept {
   impl_->b->exit_requested.store(1, std::memory_order_release);
+}
+
+void sub_process_sync::record_driver_files(const std::vector<std::string>& names) noexcept {
+  try {
+    std::string text;
+    for (const auto& n : names)
+      if (text.size() + n.size() + 1 <= max_driver_files_bytes)
+        text += n + '\n';
+    auto l = impl_->lock();
+    std::memcpy(impl_->b->driver_files, text.data(), text.size());
+    impl_->b->driver_files_size = static_cast<uint32_t>(text.size());
+  } catch (...) {
+    // Not recorded: the clean-up by pid (ipc/leftovers.hpp) is what is left.
+  }
+}
+
+std::vector<std::string> sub_process_sync::driver_files() const {
+  auto l = impl_->lock();
+  const auto n = std::min<std::size_t>(impl_->b->driver_files_size, max_driver_files_bytes);
+  std::vector<std::string> names;
+  std::string name;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (impl_->b->driver_files[i] != '\n') {
+      name += impl_->b->driver_files[i];
+    } else if (!name.empty()) {
+      names.push_back(std::move(name));
+      name.clear();
+    }
+  }
+  return names;
 }
 
 std::string sub_process_sync::child_error() const {

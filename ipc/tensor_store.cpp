@@ -94,14 +94,13 @@ tensor_store tensor_store::create_shared(const std::string& name, std::size_t by
                   + " bytes: " + std::strerror(err) + "; enlarge /dev/shm (docker: --shm-size)");
     }
   }
-  const bool keep = reserve == pages::on_demand;
+  const bool all = reserve == pages::all;
   try {
-    tensor_store s{map_shared(fd, bytes, name, keep), bytes, name, true, keep ? fd : -1};
-    s.reserved_ = keep ? 0 : bytes;
+    tensor_store s{map_shared(fd, bytes, name, true), bytes, name, true, fd};
+    s.reserved_ = all ? bytes : 0;
     return s;
   } catch (...) {
-    if (keep)
-      ::close(fd);
+    ::close(fd);
     ::shm_unlink(name.c_str());
     throw;
   }
@@ -132,6 +131,20 @@ tensor_store tensor_store::open_shared(const std::string& name, std::size_t byte
                 + " bytes, expected " + std::to_string(bytes));
   }
   return tensor_store{map_shared(fd, bytes, name), bytes, name, false};
+}
+
+tensor_store tensor_store::open_inherited(int fd, std::size_t bytes, const std::string& name) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    throw error("tensor store " + name + " (descriptor " + std::to_string(fd)
+                + "): " + std::strerror(errno));
+  if (static_cast<std::size_t>(st.st_size) != bytes)
+    throw error("tensor store " + name + " (descriptor " + std::to_string(fd) + "): holds "
+                + std::to_string(st.st_size) + " bytes, expected " + std::to_string(bytes));
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC); // no child of this process gets it
+  auto* base = map_shared(fd, bytes, name, true);
+  ::close(fd); // the mapping keeps the object
+  return tensor_store{base, bytes, name, false};
 }
 
 tensor_store::tensor_store(tensor_store&& other) noexcept

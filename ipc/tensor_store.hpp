@@ -33,6 +33,10 @@ public:
 
   // kFile, child side: maps the existing object `name`, which must hold exactly `bytes` bytes.
   static tensor_store open_shared(const std::string& name, std::size_t bytes);
+  // kFile, child side: maps the object it inherited as descriptor `fd` (its creator's fd(), its
+  // name already gone), which must hold exactly `bytes` bytes; `name` names it in errors. The
+  // descriptor is closed once mapped.
+  static tensor_store open_inherited(int fd, std::size_t bytes, const std::string& name);
 
   tensor_store() noexcept = default;
   tensor_store(tensor_store&& other) noexcept;
@@ -42,6 +46,9 @@ public:
   std::byte* base() const noexcept { return base_; }
   // The shared-memory object's name; empty for kMemory.
   const std::string& name() const noexcept { return name_; }
+  // The creator's descriptor of the object (close-on-exec), which its children inherit
+  // (sub_process::spawn) once its name is gone (unlink()); -1 for kMemory and a mapped store.
+  int fd() const noexcept { return fd_; }
   std::size_t size() const noexcept { return size_; }
 
   // Reserves the pages of [0, end) in /dev/shm (in steps of reserve_step, at most size()), so that
@@ -68,7 +75,7 @@ private:
   std::size_t size_ = 0;
   std::string name_;
   bool owner_ = false; // unlinks name_ when destroyed
-  int fd_ = -1;        // the creator's descriptor of a store reserved on demand
+  int fd_ = -1;        // the creator's descriptor
   uint64_t reserved_ = 0;
 };
 

@@ -123,6 +123,8 @@ struct startup_args {
   // the entries (operators and releases) its lane acknowledged before it: its count goes on.
   uint32_t generation = 0;
   uint64_t entries_before = 0;
+  // The store as the descriptor the child inherits (its name gone); -1: open store_name.
+  int32_t store_fd = -1;
 };
 
 template <class Inspector>
@@ -131,7 +133,7 @@ typename Inspector::result_type inspect(Inspector& f, startup_args& x) {
            x.where, x.lane, x.store_name, x.store_bytes, x.parent_pid, x.timeline_part,
            x.curve_server_key, x.curve_public, x.curve_secret, x.data_endpoints,
            x.return_endpoints, x.graphs, x.max_graphs, x.graph_after, x.generation,
-           x.entries_before);
+           x.entries_before, x.store_fd);
 }
 
 struct execute_msg {

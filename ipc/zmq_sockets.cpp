@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <unistd.h>
+
 #include "actorgraph/error.hpp"
 
 namespace ag::zmqs {
@@ -40,6 +42,17 @@ void secure(zmq::socket_t& s, const curve_keys* curve) {
   s.set(zmq::sockopt::tcp_keepalive, 1);
 }
 
+// A local endpoint (ipc://, abstract: no file, so no directory's mode guards it) lets in only
+// processes of this user: the kernel's credentials of each connection (SO_PEERCRED) are checked
+// before a byte is read.
+void only_this_user(zmq::socket_t& s, const std::string& endpoint) {
+  if (endpoint.rfind("ipc://", 0) != 0)
+    return;
+  const int uid = static_cast<int>(::getuid());
+  if (zmq_setsockopt(s.handle(), ZMQ_IPC_FILTER_UID, &uid, sizeof uid) != 0)
+    throw zmq::error_t{};
+}
+
 } // namespace
 
 zmq::socket_t publisher(zmq::context_t& ctx, const std::string& endpoint,
@@ -48,6 +61,7 @@ zmq::socket_t publisher(zmq::context_t& ctx, const std::string& endpoint,
   s.set(zmq::sockopt::sndhwm, 0);
   pin(s, io_thread);
   secure(s, curve);
+  only_this_user(s, endpoint);
   s.bind(endpoint);
   return s;
 }
@@ -58,6 +72,7 @@ zmq::socket_t puller(zmq::context_t& ctx, const std::string& endpoint, const cur
   receiving(s);
   pin(s, io_thread);
   secure(s, curve);
+  only_this_user(s, endpoint);
   s.bind(endpoint);
   return s;
 }

@@ -31,6 +31,7 @@
 #include "apps/app_config.hpp"
 #include "ipc/identity.hpp"
 #include "ipc/leftovers.hpp"
+#include "ipc/memory_file.hpp"
 #include "ipc/runtime_dir.hpp"
 
 namespace {
@@ -114,14 +115,14 @@ int start(int argc, char** argv) {
   }
   if (setup.controller_keys.empty())
     return cfg.usage("--allow names no controller");
-  // The peers' certificates in one file for TLS, in a runtime directory of this process's own
-  // (mode 0700, with its owner marker: what an ag-node killed leaves, the next one removes).
-  std::optional<ag::runtime_dir> dir;
+  // The peers' certificates in one file for TLS, in memory (a path of this process): nothing of
+  // it is left on disk, whatever ends ag-node.
+  ag::memory_file trust_file;
   std::string trust;
   try {
-    ag::remove_leftovers(ag::tmp_dir());
-    dir.emplace(ag::runtime_dir::create());
-    trust = dir->path() + "/trusted.pem";
+    ag::remove_leftovers(ag::tmp_dir()); // what older versions left
+    trust_file = ag::memory_file::create("trusted.pem");
+    trust = trust_file.path();
     ag::write_trust_file(trust, allowed);
   } catch (const std::exception& e) {
     return cfg.fail(ag::app::exit_cannot_run, e.what());

@@ -33,6 +33,7 @@
 #include "actors/node_setup.hpp"
 #include "actors/quiet_pool.hpp"
 #include "actors/replay.hpp"
+#include "ipc/memory_file.hpp"
 #include "ipc/runtime_dir.hpp"
 #include "apps/app_config.hpp"
 #include "ipc/trace.hpp"
@@ -185,7 +186,7 @@ int start(int argc, char** argv) {
   }
   // Devices on nodes: their identities and the actor system's TLS, before the system exists.
   std::optional<ag::node_setup> nodes;
-  std::optional<ag::runtime_dir> scratch; // holds the trust file
+  ag::memory_file scratch; // holds the trust file
   if (!cfg.nodes.empty()) {
     if (!opt.process)
       return cfg.usage("--nodes: devices on nodes need --mode=process");
@@ -195,12 +196,12 @@ int start(int argc, char** argv) {
         std::copy(opt.devices.begin(), opt.devices.end(), lanes.begin() + 1);
       nodes.emplace(ag::parse_nodes(cfg.nodes), cfg.key, std::move(lanes));
       nodes->probe(opt.timeout, "--timeout"); // a node that does not answer: before anything is made
-      scratch.emplace(ag::runtime_dir::create());
+      scratch = ag::memory_file::create("trusted.pem");
     } catch (const std::exception& e) {
       return cfg.fail(ag::app::exit_cannot_run, e.what());
     }
     opt.nodes = &*nodes;
-    opt.trust_file = scratch->path() + "/trusted.pem";
+    opt.trust_file = scratch.path();
     nodes->configure(cfg, opt.trust_file, opt.timeout); // a node silent that long is gone
   }
   ag::replay_report report;

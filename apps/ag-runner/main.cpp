@@ -2,15 +2,17 @@
 // RemoteRunnerInProcessLauncher::BackgroundProcessExecMain and its RemoteRunner). The controller
 // starts it as
 //
-//   ag-runner --remote-runner --shm-name=NAME [--channel=OBJ --channel-bytes=N --spin-ns=T]
-//             [--export-wait-ms=W]
+//   ag-runner --remote-runner --sync-fd=FD --runtime=NAME --lane=L [--channel-fd=FD
+//             --channel-bytes=N --spin-ns=T] [--export-wait-ms=W]
 //
-// It reads its start-up arguments from the SubProcessSync segment NAME, maps the tensor store,
+// (or --shm-name=NAME for a segment by name). Its segment, store and channel come as descriptors
+// it inherits, their names already gone, so that nothing of them outlives the processes.
+// It reads its start-up arguments from the SubProcessSync segment, maps the tensor store,
 // starts its own actor system, says it started, and runs until the exit flag is set, a Destroy
 // arrives or its controller is gone. On the sockets its subscriber runs the batches on the same
 // batch runner as thread mode and reports them itself, and the main thread pulses the controller
-// every 50 ms while an operator runs (actors/pulse_pusher.hpp). With --channel (the shared-memory
-// path), a ring reader takes the batches from the broadcast ring in OBJ and runs them on the same
+// every 50 ms while an operator runs (actors/pulse_pusher.hpp). With --channel-fd (the
+// shared-memory path), a ring reader takes the batches from the broadcast ring and runs them on the same
 // batch runner, publishing its acknowledgements on OBJ's board too, and its main thread beats the
 // lane's heartbeat there every 50 ms while an operator runs (and every 250 ms otherwise).
 // Exit codes (README.md, "Exit codes"): 0 after an orderly exit, 2 bad command line, 3 start-up
@@ -40,6 +42,8 @@
 #include "actors/pusher.hpp"
 #include "actors/ring_reader.hpp"
 #include "actors/subscriber.hpp"
+#include "cuda/ipc_files.hpp"
+#include "ipc/leftovers.hpp"
 #include "ipc/shm_channel.hpp"
 #include "ipc/sub_process_sync.hpp"
 #include "ipc/tensor_store.hpp"
@@ -52,7 +56,10 @@ class runner_config : public ag::app::config {
 public:
   bool remote_runner = false;
   std::string shm_name;
-  std::string channel;      // the shared-memory path: the board and the ring; empty: sockets
+  int64_t sync_fd = -1;
+  int64_t lane = -1; // its lane, as its start-up arguments have it (for ps and the tests)
+  std::string runtime; // the runtime it serves, ag-<pid>-actorgraph-<tag> (for ps)
+  int64_t channel_fd = -1; // the shared-memory path: the board and the ring; -1: sockets
   size_t channel_bytes = 0;
   int64_t spin_ns = 50000;
   int64_t export_wait_ms = 60000;
@@ -60,8 +67,12 @@ public:
   runner_config() : ag::app::config("ag-runner", false) {
     opt_group{custom_options_, "global"}
       .add(remote_runner, "remote-runner", "run as the child of one device (required)")
-      .add(shm_name, "shm-name", "the start-up segment the controller created")
-      .add(channel, "channel", "the shared-memory path's object (board and ring); none: sockets")
+      .add(shm_name, "shm-name", "the start-up segment the controller created, by name")
+      .add(sync_fd, "sync-fd", "the start-up segment, as the descriptor it inherited")
+      .add(lane, "lane", "its lane (the start-up arguments must say the same)")
+      .add(runtime, "runtime", "the runtime it serves (its name, for ps)")
+      .add(channel_fd, "channel-fd",
+           "the shared-memory path's object (board and ring), inherited; none: sockets")
       .add(channel_bytes, "channel-bytes", "its size in bytes")
       .add(spin_ns, "spin-ns", "how long a wait on the ring spins before it sleeps")
       .add(export_wait_ms, "export-wait-ms",
@@ -82,14 +93,20 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
   ag::wire::startup_args args;
   const auto raw = sync.args();
   ag::wire::decode(raw.data(), raw.size(), args);
+  if (cfg.lane >= 0 && static_cast<uint32_t>(cfg.lane) != args.lane)
+    throw ag::error("--lane=" + std::to_string(cfg.lane) + ", but its start-up arguments are for lane "
+                    + std::to_string(args.lane));
   // Die with the controller; and if it is already gone (it died before this line), leave now.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (!parent_alive(args.parent_pid))
     throw ag::error("controller (pid " + std::to_string(args.parent_pid) + ") is gone");
-  auto store = ag::tensor_store::open_shared(args.store_name, args.store_bytes);
+  auto store = args.store_fd >= 0
+                 ? ag::tensor_store::open_inherited(args.store_fd, args.store_bytes, args.store_name)
+                 : ag::tensor_store::open_shared(args.store_name, args.store_bytes);
   std::shared_ptr<ag::shm_channel> channel;
-  if (!cfg.channel.empty()) {
-    channel = std::make_shared<ag::shm_channel>(ag::shm_channel::open(cfg.channel, cfg.channel_bytes));
+  if (cfg.channel_fd >= 0) {
+    channel = std::make_shared<ag::shm_channel>(
+      ag::shm_channel::open_inherited(static_cast<int>(cfg.channel_fd), cfg.channel_bytes));
     if (args.lane == 0 || args.lane > channel->ring().readers())
       throw ag::error("lane " + std::to_string(args.lane) + " has no reader in a ring of "
                       + std::to_string(channel->ring().readers()));
@@ -99,6 +116,11 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
     timeline = std::make_shared<ag::timeline>();
     timeline->name_process(::getpid(), "ag-runner " + args.where.str());
   }
+  // The files the CUDA driver makes for this child's interprocess events are named in its segment
+  // as they appear, for its proxy to remove should this process be killed (cuda/ipc_files.hpp).
+  ag::observe_ipc_files([&sync](const std::vector<std::string>& names) {
+    sync.record_driver_files(names);
+  });
   int exit_code = 0;
   {
     caf::actor_system sys{cfg};
@@ -197,6 +219,9 @@ int run(runner_config& cfg, ag::sub_process_sync& sync) {
       if (a)
         self->wait_for(a);
   } // the actor system waits for its actors; the pusher's linger lets last messages out
+  // Its streams destroyed their events: whatever file of theirs the driver left goes now.
+  ag::observe_ipc_files({});
+  ag::remove_cuda_ipc_files(ag::own_ipc_files());
   if (timeline) { // the controller merges it once this process has exited
     try {
       timeline->write_part(args.timeline_part);
@@ -213,9 +238,9 @@ int start(int argc, char** argv) {
     return *code;
   if (!cfg.remainder.empty())
     return cfg.usage("unexpected argument \"" + cfg.remainder.front() + "\"");
-  if (!cfg.remote_runner || cfg.shm_name.empty())
+  if (!cfg.remote_runner || (cfg.shm_name.empty() && cfg.sync_fd < 0))
     return cfg.usage("started by an actorgraph runtime in process mode, as "
-                     "ag-runner --remote-runner --shm-name=NAME");
+                     "ag-runner --remote-runner --sync-fd=FD (or --shm-name=NAME)");
   if (cfg.spin_ns < 0)
     return cfg.usage("--spin-ns=" + std::to_string(cfg.spin_ns) + ": expected 0 or more");
   if (cfg.export_wait_ms <= 0)
@@ -223,7 +248,8 @@ int start(int argc, char** argv) {
                      + ": expected 1 or more");
   ag::sub_process_sync sync;
   try {
-    sync = ag::sub_process_sync::open(cfg.shm_name);
+    sync = cfg.sync_fd >= 0 ? ag::sub_process_sync::open_inherited(static_cast<int>(cfg.sync_fd))
+                            : ag::sub_process_sync::open(cfg.shm_name);
   } catch (const std::exception& e) {
     return cfg.fail(ag::app::exit_cannot_run, e.what());
   }

@@ -73,10 +73,10 @@ inline std::vector<pid_t> runner_children() {
   return out;
 }
 
-// The ag-runner child that runs lane `lane` (1 = the first device): the start-up segment on its
-// command line ends in -sync-<lane>. 0 when there is none.
+// The ag-runner child that runs lane `lane` (1 = the first device): --lane=<lane> is one of its
+// arguments. 0 when there is none.
 inline pid_t runner_of_lane(int lane) {
-  const std::string suffix = "-sync-" + std::to_string(lane);
+  const std::string suffix = "--lane=" + std::to_string(lane);
   for (const pid_t pid : runner_children()) {
     std::string cmdline;
     if (FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/cmdline").c_str(), "r")) {
@@ -85,11 +85,11 @@ inline pid_t runner_of_lane(int lane) {
       std::fclose(f);
       cmdline.assign(buf, n);
     }
-    // Arguments end in '\0': look for the suffix at the end of one.
+    // Arguments end in '\0': look for a whole one.
     for (std::size_t at = cmdline.find(suffix); at != std::string::npos;
          at = cmdline.find(suffix, at + 1)) {
       const std::size_t end = at + suffix.size();
-      if (end == cmdline.size() || cmdline[end] == '\0')
+      if ((at == 0 || cmdline[at - 1] == '\0') && (end == cmdline.size() || cmdline[end] == '\0'))
         return pid;
     }
   }

@@ -222,7 +222,7 @@ void flood_stopped(report& r, probe& p, long long n) {
   const pid_t stopped = runner_of_lane(1);
   if (stopped == 0)
     throw std::runtime_error("no ag-runner child of this process runs lane 1 (sim:0): none has "
-                             "a command line ending in -sync-1");
+                             "--lane=1 on its command line");
   if (::kill(stopped, SIGSTOP) != 0)
     throw std::runtime_error("SIGSTOP to sim:0's child (pid " + std::to_string(stopped)
                              + ") failed");

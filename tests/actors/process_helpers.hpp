@@ -19,8 +19,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstddef>
 
 namespace ag::test {
 
@@ -97,11 +101,61 @@ inline std::string transport_under_test_name() {
   return transport_under_test() == ag::transport::sockets ? "sockets" : "shared_memory";
 }
 
-// How many shared-memory objects a live process-mode runtime holds by name: its store, and on the
-// shared-memory path its channel (a child's start-up segment loses its name once the child has it
-// open).
-inline std::size_t shm_objects() {
-  return 1 + (transport_under_test() == ag::transport::shared_memory ? 1 : 0);
+// The abstract unix endpoints the runtimes of process `pid` listen on ("@ag-<pid>-actorgraph-...",
+// from /proc/net/unix: the listening ones, flag __SO_ACCEPTCON).
+inline std::vector<std::string> abstract_endpoints(pid_t pid) {
+  std::vector<std::string> out;
+  const std::string prefix = "@ag-" + std::to_string(pid) + "-actorgraph-";
+  if (FILE* f = std::fopen("/proc/net/unix", "r")) {
+    char line[512];
+    while (std::fgets(line, sizeof line, f)) {
+      char path[256] = {};
+      unsigned long flags = 0;
+      // Num RefCount Protocol Flags Type St Inode Path
+      if (std::sscanf(line, "%*s %*s %*s %lx %*s %*s %*s %255s", &flags, path) == 2
+          && (flags & 0x10000) != 0 && std::string{path}.rfind(prefix, 0) == 0)
+        out.push_back(path);
+    }
+    std::fclose(f);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// What a plain connection to abstract endpoint `at` ("@name") by a process of user `uid` (another
+// than this one's only as root) reads first: "greeting" (ZMTP's first byte, 0xFF), "closed" (the
+// endpoint closed it without a byte), or why neither.
+inline std::string greets(const std::string& at, uid_t uid) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (uid != ::getuid() && ::setuid(uid) != 0)
+      ::_exit(4);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    const std::size_t n = std::min(at.size() - 1, sizeof addr.sun_path - 1);
+    std::memcpy(addr.sun_path + 1, at.data() + 1, n); // sun_path[0] = 0: abstract
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr),
+                  static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n)) != 0)
+      ::_exit(3);
+    pollfd pfd{fd, POLLIN, 0};
+    if (::poll(&pfd, 1, 5000) != 1)
+      ::_exit(2);
+    unsigned char c = 0;
+    const auto got = ::read(fd, &c, 1);
+    ::_exit(got == 1 && c == 0xFF ? 0 : got == 0 ? 1 : 5);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  switch (WIFEXITED(status) ? WEXITSTATUS(status) : -1) {
+    case 0: return "greeting";
+    case 1: return "closed";
+    case 2: return "nothing within 5 s";
+    case 3: return "cannot connect";
+    case 4: return "cannot become that user";
+    default: return "something else";
+  }
 }
 
 // The shared-memory objects of the runtimes of process `pid` (their names begin with ag-<pid>-).
@@ -191,9 +245,9 @@ inline bool stop_process(pid_t pid) {
 }
 
 // The ag-runner child of `parent` that runs lane `lane` (1 = the first device), found through the
-// start-up segment named on its command line (...-sync-<lane>); 0 if there is none.
+// --lane=<lane> on its command line; 0 if there is none.
 inline pid_t runner_of_lane(int lane, pid_t parent = ::getpid()) {
-  const std::string suffix = "-sync-" + std::to_string(lane);
+  const std::string suffix = " --lane=" + std::to_string(lane);
   for (pid_t pid : runner_children(parent)) {
     std::string cmdline;
     if (FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/cmdline").c_str(), "r")) {
@@ -205,6 +259,7 @@ inline pid_t runner_of_lane(int lane, pid_t parent = ::getpid()) {
     for (auto& c : cmdline)
       if (c == '\0')
         c = ' ';
+    cmdline = " " + cmdline;
     const auto at = cmdline.find(suffix);
     if (at != std::string::npos
         && (at + suffix.size() == cmdline.size() || cmdline[at + suffix.size()] == ' '))

@@ -433,8 +433,7 @@ TEST_CASE("a directory of a dead runtime holding a subdirectory is left whole", 
   CHECK(exists(dir + "/sub/data"));
 }
 
-TEST_CASE("what a runtime in a controller killed with SIGKILL left is removed by the next "
-          "clean-up",
+TEST_CASE("a runtime in a controller killed with SIGKILL leaves nothing for the next clean-up",
           "[ipc][leftovers]") {
   scoped_tmpdir tmp;
   auto controller = ag::sub_process::spawn(
@@ -449,18 +448,14 @@ TEST_CASE("what a runtime in a controller killed with SIGKILL left is removed by
   controller.kill(SIGKILL);
   REQUIRE(controller.wait_for(5000ms));
   ::unlink((tmp.path + "/ready").c_str());
-  const auto left_shm = ag::test::my_shm(dead);
-  // its store and on the shared-memory path its channel (a start-up segment has no name once its
-  // child has it open)
-  CHECK(left_shm.size() == ag::test::shm_objects());
-  const auto left = ag::test::list_dir(tmp.path);
-  REQUIRE(left.size() == 1);
-  CHECK(ag::runtime_dir_owner(left[0]) == dead);
-  CHECK(exists(tmp.path + "/" + left[0] + "/owner"));
+  // Its store and channel had no name once made, nor its start-up segments once its children
+  // started; its endpoints are abstract: nothing is in /dev/shm or TMPDIR.
+  CHECK(ag::test::my_shm(dead).empty());
+  CHECK(ag::test::list_dir(tmp.path).empty());
 
   const auto removed = ag::remove_leftovers(tmp.path);
-  CHECK(removed.shm_objects == ag::test::shm_objects());
-  CHECK(removed.directories == 1);
+  CHECK(removed.shm_objects == 0);
+  CHECK(removed.directories == 0);
   CHECK(ag::test::my_shm(dead).empty());
   CHECK(ag::test::list_dir(tmp.path).empty());
   for (const auto& n : ag::test::my_shm(dead)) // nothing left behind should the checks fail
@@ -472,4 +467,33 @@ TEST_CASE("what a runtime in a controller killed with SIGKILL left is removed by
       std::this_thread::sleep_for(10ms);
   for (pid_t c : children)
     CHECK(ag::test::exited(c));
+}
+
+TEST_CASE("the driver's files a child named are removed when they have the driver's shape and are "
+          "this user's regular files in /dev/shm, and nothing else is",
+          "[ipc][leftovers]") {
+  const std::string uid = std::to_string(::getuid());
+  const std::string tag = std::to_string(::getpid());
+  const std::string its = "cuda.shm." + uid + ".9" + tag + ".1";
+  const std::vector<std::string> others{
+    "cuda.shm." + uid + "9." + tag + ".1",  // another user's
+    "cuda.shm." + uid + ".9" + tag + ".1x", // not the driver's shape
+    "cuda.shm." + uid + ".9" + tag,         // nor this
+  };
+  write_file("/dev/shm/" + its, "x");
+  for (const auto& o : others)
+    write_file("/dev/shm/" + o, "x");
+  const std::string link = "cuda.shm." + uid + ".9" + tag + ".2";
+  REQUIRE(::symlink(("/dev/shm/" + its).c_str(), ("/dev/shm/" + link).c_str()) == 0);
+  std::vector<std::string> named = others;
+  named.insert(named.end(), {its, link, "../../tmp/cuda.shm." + uid + ".1.1", "missing"});
+  CHECK(ag::remove_cuda_ipc_files(named) == 1);
+  CHECK_FALSE(exists("/dev/shm/" + its));
+  for (const auto& o : others) {
+    CHECK(exists("/dev/shm/" + o));
+    ::unlink(("/dev/shm/" + o).c_str());
+  }
+  struct stat st {};
+  CHECK(::lstat(("/dev/shm/" + link).c_str(), &st) == 0); // a link stays, and is not followed
+  ::unlink(("/dev/shm/" + link).c_str());
 }

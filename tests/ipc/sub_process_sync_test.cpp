@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -274,4 +275,33 @@ TEST_CASE("a peer stopped while it holds the segment's lock holds up none of the
   creator.notify_exit();
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
+}
+
+TEST_CASE("a segment without a name is opened through the descriptor its child inherits, and "
+          "carries the driver's file names back",
+          "[ipc]") {
+  const auto name = unique_name();
+  auto creator = sub_process_sync::create(name, some_args());
+  creator.unlink_name();
+  CHECK_FALSE(exists(shm_path(name)));
+  // A child's view: its own descriptor of the segment, as posix_spawn's dup2 gives it.
+  const int fd = ::fcntl(creator.fd(), F_DUPFD_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  auto child = sub_process_sync::open_inherited(fd);
+  CHECK(child.args() == some_args());
+  CHECK(creator.driver_files().empty());
+  child.record_driver_files({"cuda.shm.0.283.1", "cuda.shm.0.283.2"});
+  CHECK(creator.driver_files() == std::vector<std::string>{"cuda.shm.0.283.1", "cuda.shm.0.283.2"});
+  child.record_driver_files({std::string(2000, 'x'), "cuda.shm.0.283.3"}); // too long: left out
+  CHECK(creator.driver_files() == std::vector<std::string>{"cuda.shm.0.283.3"});
+  child.notify_started();
+  CHECK(creator.wait_started(clock_type::now() + 1s, [] { return true; }));
+}
+
+TEST_CASE("a descriptor that is not a segment is refused naming it", "[ipc]") {
+  const int fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  CHECK_THROWS_WITH(sub_process_sync::open_inherited(fd),
+                    Catch::Contains("descriptor " + std::to_string(fd))
+                      && Catch::Contains("not a segment of this version"));
 }
