@@ -1,7 +1,9 @@
 #include "actors/node_client.hpp"
 
 #include <cstring>
+#include <cstdio>
 #include <optional>
+#include <random>
 #include <set>
 
 #include <arpa/inet.h>
@@ -17,6 +19,7 @@
 #include "actors/node_protocol.hpp"
 #include "actors/peer_sockets.hpp"
 #include "graph/deadline.hpp"
+#include "ipc/identity.hpp"
 
 namespace ag {
 
@@ -72,6 +75,37 @@ node_actor connect(caf::actor_system& sys, const network_setup::node_target& n,
   }
 }
 
+// 32 random bytes from std::random_device, in lowercase hex.
+std::string fresh_nonce() {
+  std::random_device rd;
+  std::string out;
+  for (int i = 0; i < 8; ++i) {
+    char buf[9];
+    std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rd()));
+    out += buf;
+  }
+  return out;
+}
+
+// The node that answered on n's connection signs a fresh proof with its TLS key, which must be
+// the key of n's .public: TLS alone takes any listed node for any other.
+void prove_identity(caf::scoped_actor& self, const node_actor& node,
+                    const network_setup::node_target& n, std::chrono::milliseconds timeout) {
+  const std::string who = "node " + n.name + " (tcp://" + n.host + ":" + std::to_string(n.port) + ")";
+  const auto peer = load_public(n.public_file);
+  const auto nonce = fresh_nonce();
+  std::optional<std::string> why;
+  std::string signature;
+  self->request(node, timeout_of(timeout), node_prove_atom::value, nonce)
+    .receive([&](std::string& sig) { signature = std::move(sig); },
+             [&](caf::error& err) { why = describe(err, who + ": proof of identity"); });
+  if (why)
+    throw error(*why);
+  if (!proof_holds(peer, proof_text(n.name, nonce), signature))
+    throw error(who + ": the node that answered there could not prove it holds the key of "
+                + n.public_file + " (another node at that address, or another name for it)");
+}
+
 } // namespace
 
 std::map<uint32_t, node_lane>
@@ -105,6 +139,7 @@ start_node_lanes(caf::actor_system& sys, const caf::actor& owner, const network_
       continue;
     auto node = connect(sys, n, start_timeout, reprobe);
     caf::scoped_actor self{sys};
+    prove_identity(self, node, n, start_timeout);
     std::optional<std::string> why;
     std::vector<caf::actor> proxies;
     self->request(node, timeout_of(start_timeout), node_start_atom::value, std::move(req))

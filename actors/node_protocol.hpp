@@ -7,6 +7,11 @@
 //                        spawned on the node with its child started; or an error naming why not
 //                        (another controller is being served, a device it cannot run, a child that
 //                        did not start)
+//   controller -> node:  (nodeprove, nonce) -> signature: before it asks anything, the
+//                        controller has the node sign proof_text(its name, a fresh nonce) with
+//                        its TLS key (ipc/identity.hpp), and checks it against the .public its
+//                        graph_option::nodes names: the middleman's TLS trusts every listed
+//                        node on every connection, so only this binds the name to the key
 //   controller -> node:  (noderestrt, lane, generation, entries_before) -> caf::actor: the runner
 //                        proxy of a new child for a lane whose child died (graph_option::
 //                        max_restarts), started as the first was, its `generation`-th; an error
@@ -41,6 +46,7 @@ struct identity;
 
 using node_start_atom = caf::atom_constant<caf::atom("nodestart")>;
 using node_restart_atom = caf::atom_constant<caf::atom("noderestrt")>;
+using node_prove_atom = caf::atom_constant<caf::atom("nodeprove")>;
 
 struct node_request {
   caf::actor owner;            // who the node serves while it lives (the runtime's own actor)
@@ -72,7 +78,8 @@ typename Inspector::result_type inspect(Inspector& f, node_request& x) {
 
 using node_actor =
   caf::typed_actor<caf::replies_to<node_start_atom, node_request>::with<std::vector<caf::actor>>,
-                   caf::replies_to<node_restart_atom, uint32_t, uint32_t, uint64_t>::with<caf::actor>>;
+                   caf::replies_to<node_restart_atom, uint32_t, uint32_t, uint64_t>::with<caf::actor>,
+                   caf::replies_to<node_prove_atom, std::string>::with<std::string>>;
 
 // Throws ag::error, saying why, when this program loads libssl before libactorgraph: CAF's TLS
 // calls would then miss actors/tls_error_queue.cpp, and nodes are refused.

@@ -13,6 +13,7 @@
 #include "actors/runner_proxy.hpp"
 #include "cuda/kernel_stream.hpp"
 #include "graph/deadline.hpp"
+#include "ipc/identity.hpp"
 
 namespace ag {
 
@@ -286,6 +287,19 @@ node_actor::behavior_type node_server(node_self self, node_server_setup setup) {
   });
   return {
     [=](node_start_atom, node_request& req) { return answer(self, req); },
+    [=](node_prove_atom, std::string& nonce) -> caf::result<std::string> {
+      auto& st = self->state;
+      if (nonce.size() != 64 || nonce.find_first_not_of("0123456789abcdef") != std::string::npos)
+        return make_error(errc::bad_request, "node " + st.setup.name + ": a proof's nonce must "
+                                             "be 64 lowercase hex digits");
+      if (!st.setup.prove)
+        return make_error(errc::device_failed, "node " + st.setup.name + " cannot sign proofs");
+      try {
+        return st.setup.prove(proof_text(st.setup.name, nonce));
+      } catch (const std::exception& e) {
+        return make_error(errc::device_failed, "node " + st.setup.name + ": " + e.what());
+      }
+    },
     [=](node_restart_atom, uint32_t lane, uint32_t generation, uint64_t entries_before) {
       return restart(self, lane, generation, entries_before);
     },

@@ -27,6 +27,8 @@ struct node_server_setup {
   // controller served: its 1st, 2nd, ...), for a controller's timeline on this same machine.
   std::string timeline_dir;
   std::function<void(const std::string&)> log; // a line per controller served, refused or lost
+  // Signs a proof text with this node's TLS key (ipc/identity.hpp: sign_proof).
+  std::function<std::string(const std::string&)> prove;
 };
 
 node_actor spawn_node_server(caf::actor_system& sys, node_server_setup setup);

@@ -82,7 +82,7 @@ void node_setup::open(process_env& env, const std::string& trust_file,
     files.push_back(n.public_key_file);
     allowed.emplace(peers_[i].curve_public, n.name);
     const auto [host, port] = parse_tcp_endpoint(n.endpoint, "node " + n.name + ": endpoint");
-    targets.push_back({n.name, host, port, local_address_towards(host, port)});
+    targets.push_back({n.name, host, port, local_address_towards(host, port), n.public_key_file});
   }
   write_trust_file(trust_file, files);
   std::vector<std::string> lane_node(lanes_.size());

@@ -185,14 +185,16 @@ void process_env::open_network(const std::string& curve_public, const std::strin
   });
   const zmqs::curve_keys keys{curve_public, curve_secret, ""};
   try {
-    net->pub = std::make_shared<zmq::socket_t>(zmqs::publisher(ctx, "tcp://0.0.0.0:0", &keys));
+    // A node receives only its own lanes' store bytes: subscriptions pass a gate.
+    net->pub = std::make_shared<zmq::socket_t>(
+      zmqs::gated_publisher(ctx, "tcp://0.0.0.0:0", &keys));
     net->pull = std::make_shared<zmq::socket_t>(zmqs::puller(ctx, "tcp://0.0.0.0:0", &keys));
     net->zap->watch(*net->pub, "broadcast");
     net->zap->watch(*net->pull, "reports");
     net->pub_port = zmqs::bound_port(*net->pub);
     net->pull_port = zmqs::bound_port(*net->pull);
     for (std::size_t i = 0; i < streams; ++i) {
-      net->data.push_back(std::make_shared<zmq::socket_t>(zmqs::publisher(
+      net->data.push_back(std::make_shared<zmq::socket_t>(zmqs::gated_publisher(
         ctx, "tcp://0.0.0.0:0", &keys, static_cast<int>(i + 1)))); // thread 0: the rest
       net->zap->watch(*net->data.back(), "data stream " + std::to_string(i));
       net->data_ports.push_back(zmqs::bound_port(*net->data.back()));

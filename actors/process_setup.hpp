@@ -44,6 +44,7 @@ struct network_setup {
     std::string host;
     uint16_t port = 0;
     std::string controller_host;
+    std::string public_file; // its identity's public half, which it must prove it holds
   };
   std::vector<node_target> nodes;
   // Per lane, the runner proxy its node spawned (actors/node_client.hpp; null for a local lane),

@@ -1,5 +1,7 @@
 #include "actors/socket_publisher.hpp"
 
+#include <cstdio>
+
 #include "actorgraph/error.hpp"
 #include "actors/process_setup.hpp"
 #include "ipc/descriptors.hpp"
@@ -30,6 +32,7 @@ socket_publisher::socket_publisher(std::shared_ptr<zmq::context_t> ctx,
     if (carriers_.empty())
       carriers_.push_back(&*net_);
     data_ids_.assign(network->lane_node.size(), 1);
+    gate_.emplace(network->lane_node);
     network_ = std::move(network);
     store_base_ = store_base;
     store_size_ = store_size;
@@ -49,6 +52,14 @@ void socket_publisher::restarted(uint32_t lane) noexcept {
 bool socket_publisher::hello() {
   if (!saying_hello_)
     return false;
+  if (gate_) {
+    const auto refuse = [](const std::string& line) {
+      std::fprintf(stderr, "actorgraph: data plane: %s\n", line.c_str());
+    };
+    gate_->admit(*net_, false, refuse);
+    for (auto& d : data_)
+      gate_->admit(d, true, refuse);
+  }
   publish(wire::msg_type::hello, {}, nullptr);
   return true;
 }

@@ -20,6 +20,7 @@
 
 #include <zmq.hpp>
 
+#include "actors/subscription_gate.hpp"
 #include "ipc/wire.hpp"
 
 namespace ag {
@@ -43,7 +44,8 @@ public:
   // False when it waits on the ring for room (flush the ring later). Throws ag::error when a
   // node lane's batch reads beyond the store.
   bool execute(wire::bytes body, const wire::execute_msg* msg = nullptr);
-  // A Hello, while start-up lasts; false once started() (nothing sent).
+  // A Hello, while start-up lasts; false once started() (nothing sent). The nodes' subscriptions
+  // that wait are admitted first (subscription_gate).
   bool hello();
   void started() noexcept { saying_hello_ = false; }
   // The child of `lane` was started again: its Data-in pieces count from 1 again, and Hellos go
@@ -69,6 +71,7 @@ private:
   std::vector<zmq::socket_t> data_;
   std::vector<zmq::socket_t*> carriers_;
   std::vector<uint64_t> data_ids_;
+  std::optional<subscription_gate> gate_; // who may subscribe to what on the nodes' sockets
   const std::byte* store_base_ = nullptr;
   std::size_t store_size_ = 0;
 };

@@ -271,4 +271,46 @@ identity load_identity(const std::string& secret_file) {
   return id;
 }
 
+std::string proof_text(const std::string& name, const std::string& nonce) {
+  return "actorgraph node proof v1\n" + name + "\n" + nonce + "\n";
+}
+
+std::string sign_proof(const identity& self, const std::string& text) {
+  bio_ptr in{BIO_new_file(self.secret_path.c_str(), "r")};
+  pkey_ptr key{in ? PEM_read_bio_PrivateKey(in.get(), nullptr, nullptr, nullptr) : nullptr};
+  if (!key)
+    throw error("identity " + self.secret_path + ": no private key to sign with");
+  using md_ptr = std::unique_ptr<EVP_MD_CTX, freer<EVP_MD_CTX, EVP_MD_CTX_free>>;
+  md_ptr ctx{EVP_MD_CTX_new()};
+  std::size_t n = 0;
+  ssl_check(ctx && EVP_DigestSignInit(ctx.get(), nullptr, EVP_sha256(), nullptr, key.get()) == 1
+              && EVP_DigestSign(ctx.get(), nullptr, &n,
+                                reinterpret_cast<const unsigned char*>(text.data()),
+                                text.size()) == 1,
+            "signing a proof");
+  std::string sig(n, '\0');
+  ssl_check(EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(sig.data()), &n,
+                           reinterpret_cast<const unsigned char*>(text.data()), text.size()) == 1,
+            "signing a proof");
+  sig.resize(n);
+  return sig;
+}
+
+bool proof_holds(const public_identity& peer, const std::string& text,
+                 const std::string& signature) noexcept {
+  bio_ptr in{BIO_new_file(peer.path.c_str(), "r")};
+  x509_ptr cert{in ? PEM_read_bio_X509(in.get(), nullptr, nullptr, nullptr) : nullptr};
+  if (!cert)
+    return false;
+  pkey_ptr key{X509_get_pubkey(cert.get())};
+  using md_ptr = std::unique_ptr<EVP_MD_CTX, freer<EVP_MD_CTX, EVP_MD_CTX_free>>;
+  md_ptr ctx{EVP_MD_CTX_new()};
+  return key && ctx
+         && EVP_DigestVerifyInit(ctx.get(), nullptr, EVP_sha256(), nullptr, key.get()) == 1
+         && EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()),
+                             signature.size(), reinterpret_cast<const unsigned char*>(text.data()),
+                             text.size())
+              == 1;
+}
+
 } // namespace ag

@@ -44,4 +44,15 @@ public_identity load_public(const std::string& public_file);
 // BASE.public for BASE.secret (and for anything else, FILE.public).
 std::string public_path_of(const std::string& secret_file);
 
+// What a node signs to prove, over a connection, that it holds the key of the name it is known by
+// (the control plane's TLS trusts every listed node's certificate on every connection, so it does
+// not tell one node from another): the node's name and the controller's fresh nonce.
+std::string proof_text(const std::string& name, const std::string& nonce);
+// `text` signed with this identity's TLS private key (ECDSA, SHA-256). Throws ag::error naming
+// the file when it holds no key.
+std::string sign_proof(const identity& self, const std::string& text);
+// True when `signature` is `text` signed by the key of the certificate in peer's .public.
+bool proof_holds(const public_identity& peer, const std::string& text,
+                 const std::string& signature) noexcept;
+
 } // namespace ag

@@ -66,6 +66,18 @@ zmq::socket_t publisher(zmq::context_t& ctx, const std::string& endpoint,
   return s;
 }
 
+zmq::socket_t gated_publisher(zmq::context_t& ctx, const std::string& endpoint,
+                              const curve_keys* curve, int io_thread) {
+  auto s = make(ctx, zmq::socket_type::xpub, 0);
+  s.set(zmq::sockopt::sndhwm, 0);
+  s.set(zmq::sockopt::xpub_manual, 1);
+  receiving(s); // what it reads: subscriptions
+  pin(s, io_thread);
+  secure(s, curve);
+  s.bind(endpoint);
+  return s;
+}
+
 zmq::socket_t puller(zmq::context_t& ctx, const std::string& endpoint, const curve_keys* curve,
                      int io_thread) {
   auto s = make(ctx, zmq::socket_type::pull, 0);

@@ -37,6 +37,10 @@ constexpr const char* zap_domain = "actorgraph";
 // never loses a message).
 zmq::socket_t publisher(zmq::context_t& ctx, const std::string& endpoint,
                         const curve_keys* curve = nullptr, int io_thread = -1);
+// Controller: the same, as an XPUB in manual mode: a subscription applies only once the owner
+// takes it from the socket and allows it (actors/subscription_gate.hpp). For the nodes' sockets.
+zmq::socket_t gated_publisher(zmq::context_t& ctx, const std::string& endpoint,
+                              const curve_keys* curve = nullptr, int io_thread = -1);
 // Controller: PULL bound at `endpoint`.
 zmq::socket_t puller(zmq::context_t& ctx, const std::string& endpoint,
                      const curve_keys* curve = nullptr, int io_thread = -1);

@@ -133,6 +133,7 @@ int start(int argc, char** argv) {
   setup.curve_secret = self.curve_secret;
   setup.runner_path = runner;
   setup.timeline_dir = cfg.timeline_dir;
+  setup.prove = [self](const std::string& text) { return ag::sign_proof(self, text); };
   setup.log = [name = cfg.name](const std::string& line) {
     std::fprintf(stderr, "ag-node %s: %s\n", name.c_str(), line.c_str());
   };

@@ -112,3 +112,30 @@ TEST_CASE("halves of two identities, or a file ag-keygen did not write, are refu
     CHECK_THROWS_WITH(ag::load_public(dir.file("c.public")), Contains("no PEM certificate"));
   }
 }
+
+TEST_CASE("a node's proof holds against its own public half only, for its name and nonce only",
+          "[ipc]") {
+  ag::test::temp_dir dir{"identity"};
+  ag::write_identity(dir.file("n1"));
+  ag::write_identity(dir.file("n2"));
+  const auto n1 = ag::load_identity(dir.file("n1.secret"));
+  const auto n2 = ag::load_identity(dir.file("n2.secret"));
+  const std::string nonce(64, 'a');
+  const auto text = ag::proof_text("n1", nonce);
+  const auto sig = ag::sign_proof(n1, text);
+  CHECK(ag::proof_holds(n1.pub, text, sig));
+  // Another node signing as n1 (its own key) is not n1.
+  CHECK_FALSE(ag::proof_holds(n1.pub, text, ag::sign_proof(n2, text)));
+  CHECK_FALSE(ag::proof_holds(n2.pub, text, sig));
+  // Another name, another nonce, or a changed signature: no proof.
+  CHECK_FALSE(ag::proof_holds(n1.pub, ag::proof_text("n2", nonce), sig));
+  CHECK_FALSE(ag::proof_holds(n1.pub, ag::proof_text("n1", std::string(64, 'b')), sig));
+  auto bent = sig;
+  bent[bent.size() / 2] ^= 1;
+  CHECK_FALSE(ag::proof_holds(n1.pub, text, bent));
+  CHECK_FALSE(ag::proof_holds(n1.pub, text, ""));
+  // A public half that is not there proves nothing.
+  auto gone = n1.pub;
+  gone.path = dir.file("missing.public");
+  CHECK_FALSE(ag::proof_holds(gone, text, sig));
+}
