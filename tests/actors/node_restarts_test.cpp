@@ -15,6 +15,7 @@
 
 #include "tests/actors/node_helpers.hpp"
 #include "tests/actors/process_helpers.hpp"
+#include "tests/actors/submitters.hpp"
 
 using namespace std::chrono_literals;
 using Catch::Matchers::Contains;
@@ -58,39 +59,19 @@ TEST_CASE("a node's child killed again and again while threads submit is started
   constexpr int kills = 3;
   {
     ag::runtime rt{opt};
-    std::atomic<bool> stop{false};
-    std::atomic<long> good{0};
-    std::atomic<long> wrong{0};
-    std::vector<std::string> odd(2);
-    std::vector<std::thread> pool;
-    for (int t = 0; t < 2; ++t)
-      pool.emplace_back([&, t] {
-        for (int i = 0; !stop.load(); ++i) {
-          const float v = static_cast<float>(t * 1000 + i % 1000);
-          try {
-            // Data-in (the upload) and Data-out (the read) of the node's lane.
-            auto x = rt.from_vector({512}, std::vector<float>(512, v), remote);
-            if ((x * 2.0f).to_vector() == std::vector<float>(512, 2 * v))
-              ++good;
-            else
-              ++wrong;
-          } catch (const ag::error& e) {
-            if (std::string{e.what()}.find("n1/sim:0") == std::string::npos) {
-              odd[t] = e.what();
-              ++wrong;
-            }
-          }
-        }
-      });
+    // Data-in (the upload) and Data-out (the read) of the node's lane.
+    ag::test::submitters load{2, "n1/sim:0", [&](int t, int i) {
+                                const float v = static_cast<float>(t * 1000 + i % 1000);
+                                auto x = rt.from_vector({512}, std::vector<float>(512, v), remote);
+                                return (x * 2.0f).to_vector() == std::vector<float>(512, 2 * v);
+                              }};
     pid_t child = next_node_child(n1, 0);
     REQUIRE(child > 0);
     auto lost = rt.full({16}, 7.0f, remote);
     REQUIRE(lost.to_vector() == std::vector<float>(16, 7.0f));
     for (int k = 1; k <= kills; ++k) {
       INFO("kill " << k);
-      const long before = good.load();
-      REQUIRE(ag::test::within(std::chrono::milliseconds{60000 * tsan_slow},
-                               [&] { return good.load() > before + 3; }));
+      REQUIRE(load.more_good(3, std::chrono::milliseconds{60000 * tsan_slow}));
       REQUIRE(::kill(child, SIGKILL) == 0);
       child = next_node_child(n1, child);
       REQUIRE(child > 0);
@@ -98,15 +79,11 @@ TEST_CASE("a node's child killed again and again while threads submit is started
         return rt.stats().restarts == static_cast<std::size_t>(k);
       }));
     }
-    const long before = good.load();
-    REQUIRE(ag::test::within(std::chrono::milliseconds{60000 * tsan_slow},
-                             [&] { return good.load() > before + 3; }));
-    stop = true;
-    for (auto& th : pool)
-      th.join();
-    for (const auto& o : odd)
+    REQUIRE(load.more_good(3, std::chrono::milliseconds{60000 * tsan_slow}));
+    load.stop();
+    for (const auto& o : load.odd())
       CHECK(o.empty());
-    CHECK(wrong.load() == 0);
+    CHECK(load.wrong() == 0);
     CHECK_THROWS_WITH(lost.to_vector(), Contains("lost when n1/sim:0 was restarted"));
     try { // the failures are reported once, by the next sync
       rt.sync();

@@ -16,6 +16,7 @@
 #include <actorgraph/actorgraph.hpp>
 
 #include "tests/actors/process_helpers.hpp"
+#include "tests/actors/submitters.hpp"
 
 using namespace ag::test;
 using Catch::Contains;
@@ -53,32 +54,11 @@ TEST_CASE("a child killed again and again while threads submit is started again 
   constexpr int threads = 3;
   {
     ag::runtime rt{restarting(kills)};
-    std::atomic<bool> stop{false};
-    std::atomic<long> good{0};
-    std::atomic<long> bad{0};
-    std::atomic<long> wrong{0}; // a result that is neither right nor an error naming sim:0
-    std::vector<std::string> odd(threads);
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        for (int i = 0; !stop.load(); ++i) {
-          const float v = static_cast<float>(t * 1000 + i % 1000);
-          try {
-            auto x = rt.full({256}, v, ag::device::sim(0));
-            auto y = (x + x) * 2.0f;
-            if (y.to_vector() == std::vector<float>(256, 4 * v))
-              ++good;
-            else
-              ++wrong;
-          } catch (const ag::error& e) {
-            if (std::string{e.what()}.find("sim:0") == std::string::npos) {
-              odd[t] = e.what();
-              ++wrong;
-            }
-            ++bad;
-          }
-        }
-      });
+    submitters load{threads, "sim:0", [&](int t, int i) {
+                      const float v = static_cast<float>(t * 1000 + i % 1000);
+                      auto y = (rt.full({256}, v, ag::device::sim(0)) * 2.0f) + 0.0f;
+                      return y.to_vector() == std::vector<float>(256, 2 * v);
+                    }};
     pid_t child = next_child(0);
     REQUIRE(child > 0);
     auto lost = rt.full({16}, 7.0f, ag::device::sim(0));
@@ -87,9 +67,7 @@ TEST_CASE("a child killed again and again while threads submit is started again 
     for (int k = 1; k <= kills; ++k) {
       INFO("kill " << k);
       // Some work runs on this child before it is killed.
-      const long before = good.load();
-      REQUIRE(within(std::chrono::milliseconds{30000 * tsan_slow},
-                     [&] { return good.load() > before + 5; }));
+      REQUIRE(load.more_good(5, std::chrono::milliseconds{30000 * tsan_slow}));
       REQUIRE(::kill(child, SIGKILL) == 0);
       const pid_t next = next_child(child);
       REQUIRE(next > 0);
@@ -97,15 +75,11 @@ TEST_CASE("a child killed again and again while threads submit is started again 
       REQUIRE(within(std::chrono::milliseconds{30000 * tsan_slow},
                      [&] { return rt.stats().restarts == static_cast<std::size_t>(k); }));
     }
-    const long before = good.load();
-    REQUIRE(within(std::chrono::milliseconds{30000 * tsan_slow},
-                   [&] { return good.load() > before + 5; })); // the last child runs work
-    stop = true;
-    for (auto& th : pool)
-      th.join();
-    for (const auto& o : odd)
+    REQUIRE(load.more_good(5, std::chrono::milliseconds{30000 * tsan_slow})); // the last child
+    load.stop();
+    for (const auto& o : load.odd())
       CHECK(o.empty());
-    CHECK(wrong.load() == 0);
+    CHECK(load.wrong() == 0);
     CHECK(rt.stats().restarts == kills);
     // What lived on a dead child is lost, and says so; the other device's is whole.
     CHECK_THROWS_WITH(lost.to_vector(),
@@ -120,7 +94,6 @@ TEST_CASE("a child killed again and again while threads submit is started again 
           == std::vector<float>(8, 6.0f));
     CHECK((kept.to(ag::device::sim(0)) + 1.0f).to_vector() == std::vector<float>(16, 6.0f));
     CHECK_NOTHROW(rt.sync());
-    INFO("good " << good.load() << ", failed " << bad.load());
   }
   CHECK(runner_children().empty());
   CHECK(my_shm().empty());
