@@ -154,6 +154,30 @@ def test_a_killed_child_raises_ag_error_naming_its_device():
         assert (cpu + 1).numpy().tolist() == [4.0]
 
 
+
+def test_a_device_whose_child_dies_comes_back_with_max_restarts():
+    import signal
+    import time
+    with ag.Runtime(devices="sim:0", per_device_per_process=True, wait_timeout=30.0,
+                    max_restarts=1) as rt:
+        lost = rt.tensor([1.0, 2.0], device="sim:0")
+        assert (lost + 1).numpy().tolist() == [2.0, 3.0]
+        children = [int(c.split("/")[2]) for c in leftovers(os.getpid()) if c.startswith("/proc/")]
+        assert len(children) == 1
+        os.kill(children[0], signal.SIGKILL)
+        deadline = time.monotonic() + 30.0
+        while rt.stats()["restarts"] < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert rt.stats()["restarts"] == 1
+        with pytest.raises(ag.Error, match=r"lost when sim:0 was restarted"):
+            lost.numpy()
+        try:  # the failure is reported once, by a sync
+            rt.sync()
+        except ag.Error:
+            pass
+        again = rt.tensor([3.0, 4.0], device="sim:0")  # a new child runs it
+        assert (again * 2).numpy().tolist() == [6.0, 8.0]
+
 def test_marked_steps_give_the_results_of_unmarked_ones():
     results = []
     for graphs in ("auto", "off"):
