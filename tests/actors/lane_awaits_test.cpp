@@ -257,7 +257,7 @@ struct await_rig {
 } // namespace
 
 TEST_CASE("on the board queued all_reduces go out at once, each operator after another lane's "
-          "behind an await; without one they wait for acknowledgements",
+          "behind an await, and without one they wait for acknowledgements",
           "[awaits][planner][collectives]") {
   const bool with_board = GENERATE(true, false);
   await_rig w{with_board};
@@ -288,7 +288,7 @@ TEST_CASE("on the board queued all_reduces go out at once, each operator after a
 }
 
 TEST_CASE("a lane failing before it ran what sent operators await taints what they wrote, and what "
-          "was computed from it on their lanes; a lane that ran it first taints nothing",
+          "was computed from it on their lanes, and a lane that ran it first taints nothing",
           "[awaits][planner][collectives]") {
   const bool cpu_ran_sum = GENERATE(false, true);
   await_rig w{true};

@@ -227,7 +227,7 @@ bool board_shows(ag::completion_board& b, uint64_t running, uint64_t beats) {
 } // namespace
 
 TEST_CASE("a child's Pulse shows its running operator and a beat on the board, beside its reports' "
-          "order; one from another node or malformed fails the lane",
+          "order, and one from another node or malformed fails the lane",
           "[nodes]") {
   fixture f;
   auto& board = f.board.board();

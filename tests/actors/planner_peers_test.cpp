@@ -19,7 +19,7 @@ using namespace ag::test;
 // -- direct paths between peer lanes --------------------------------------------------------------
 
 TEST_CASE("a move between peer lanes is a peer_export on the source and one peer_copy through its "
-          "slot on the destination, sent at once; the source's release waits for the copy",
+          "slot on the destination, sent at once, and the source's release waits for the copy",
           "[planner][peers]") {
   rig r{with_peers(setup_of(), {sim0, sim1})};
   emulator emu{r};

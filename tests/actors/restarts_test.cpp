@@ -99,7 +99,7 @@ TEST_CASE("a child killed again and again while threads submit is started again 
   CHECK(my_shm().empty());
 }
 
-TEST_CASE("past max_restarts a device stays failed; without restarts it never comes back",
+TEST_CASE("past max_restarts a device stays failed, and without restarts it never comes back",
           "[faults][restarts]") {
   const uint32_t max = GENERATE(0u, 1u);
   INFO("max_restarts " << max);

@@ -257,7 +257,7 @@ TEST_CASE("ag-replay refuses a device, a FIFO and a directory at once, naming th
 }
 
 TEST_CASE("ag-node refuses a --runner that is not a program at start, naming --runner, and a public "
-          "key given as --key, naming its .secret; ag-keygen names itself once",
+          "key given as --key, naming its .secret, and ag-keygen names itself once",
           "[apps]") {
   temp_dir scratch{"apps-test"};
   auto r = run(keygen, {scratch.file("n1")}, scratch.path(), scratch);

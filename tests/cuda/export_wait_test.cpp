@@ -68,7 +68,7 @@ TEST_CASE("a reader's wait ends when the exporter writes the slot, with every fi
   CHECK(x.event[0] == 'e');
 }
 
-TEST_CASE("a slot marked gone ends the wait, written or not; a cleared one waits again",
+TEST_CASE("a slot marked gone ends the wait, written or not, and a cleared one waits again",
           "[export-wait]") {
   store s;
   CHECK(ag::export_slots::mark_gone(s.slot()) == ag::export_state::pending);

@@ -86,7 +86,7 @@ TEST_CASE("element counts refuse negative dimensions, more than 8 dimensions and
                     Contains("more elements than"));
 }
 
-TEST_CASE("a dimension counts from the end when negative; a scalar takes 0 and -1",
+TEST_CASE("a dimension counts from the end when negative, and a scalar takes 0 and -1",
           "[graph][shapes]") {
   CHECK(d::wrap_dim(-1, 3, "sum") == 2);
   CHECK(d::wrap_dim(0, 3, "sum") == 0);

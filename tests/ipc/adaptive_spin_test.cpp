@@ -229,7 +229,7 @@ TEST_CASE("a probe that catches its wait keeps the waiter spinning, and a wait w
   CHECK(untouched.current() < 0ns); // still the bound: it never spun
 }
 
-TEST_CASE("wait_until teaches its learner; spin_until counts an empty spin as a miss", "[spin]") {
+TEST_CASE("wait_until teaches its learner, and spin_until counts an empty spin as a miss", "[spin]") {
   ag::wake_word w;
   std::atomic<int> flag{0};
   spin_learner l;

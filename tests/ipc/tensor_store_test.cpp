@@ -374,7 +374,7 @@ uint64_t backed_bytes(const std::string& name) {
 } // namespace
 
 TEST_CASE("a store reserved on demand has its pages reserved in steps up to what is asked, never "
-          "past its size; one reserved whole has them all at creation",
+          "past its size, and one reserved whole has them all at creation",
           "[ipc]") {
   constexpr uint64_t mib = uint64_t{1} << 20;
   const auto step = tensor_store::reserve_step;
