@@ -1,3 +1,5 @@
+// The executor's behaviours: the user's requests, the runners' answers, start-up and shutdown.
+// What the planner asks of it is carried out in actors/executor_outbox.cpp.
 #include "actors/executor.hpp"
 
 #include <algorithm>
@@ -5,269 +7,19 @@
 #include <optional>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <utility>
 
-#include <unistd.h>
-
-#include <caf/all.hpp>
-
-#include "actors/flush_gate.hpp"
-#include "actors/lane_topology.hpp"
-#include "actors/node_protocol.hpp"
-#include "actors/protocol.hpp"
+#include "actors/executor_state.hpp"
 #include "actors/store_fence.hpp"
-#include "actors/wait_deadlines.hpp"
 #include "graph/deadline.hpp"
 #include "ipc/completion_board.hpp"
-#include "ipc/futex_wait.hpp"
 #include "ipc/ring_publisher.hpp"
 #include "ipc/shm_channel.hpp"
-#include "ipc/timeline.hpp"
 #include "ipc/wire.hpp"
 
 namespace ag {
 
-namespace {
-
-struct executor_state;
-using executor_self = executor_actor::stateful_pointer<executor_state>;
-
-// Carries out what the planner asks, as messages.
-class executor_outbox final : public planner_outbox {
-public:
-  explicit executor_outbox(executor_self self) : self_(self) {}
-
-  void run(uint32_t lane, batch b) override;
-  void broadcast(wire::execute_msg m) override;
-  void kill(uint32_t lane) override;
-  void answer(uint64_t wait, wait_answer a) override;
-  void flush_soon() override;
-  void expire_after(uint64_t wait, std::chrono::milliseconds after) override;
-  void check_progress_after(std::chrono::milliseconds after) override;
-  void restart(uint32_t lane, uint32_t generation, uint64_t entries_before) override;
-
-private:
-  executor_self self_;
-};
-
-struct executor_state {
-  explicit executor_state(executor_self self) : out(self) {}
-
-  executor_outbox out;
-  std::unique_ptr<planner> plan;
-  std::unique_ptr<lane_topology> lanes;
-  // The promises the planner answers, by its wait id; offset: a read, answered with a store
-  // offset (else a sync or start-up wait, answered with unit).
-  struct reply {
-    caf::response_promise promise;
-    bool offset = false;
-  };
-  std::unordered_map<uint64_t, reply> waits;
-  caf::response_promise shutdown_waiter;
-  std::vector<caf::response_promise> stats_waiters; // until the planner heard the board
-  bool services_stopped = false;
-  bool resend_scheduled = false; // a resend message is on its way
-  flush_gate gate{std::chrono::nanoseconds{0}}; // and how long the executor lingers
-  spin_seat_ref seat;   // under which census it spins (the board's; none: no limit)
-  spin_learner learner; // how long its lingers have paid
-  wait_deadlines deadlines; // of the planner's waits, behind one timer
-  std::string shutdown_problems; // what went wrong as the runners stopped; empty: nothing
-  std::shared_ptr<ag::timeline> timeline; // null: no instants
-  std::chrono::milliseconds start_timeout{60000}; // a child's, and a restarted child's
-
-  // An instant on the executor's track: when a message on a wait's way was taken, or a flush
-  // held or went out.
-  void mark(const char* what) const {
-    if (!timeline)
-      return;
-    const auto now = timeline::clock::now();
-    timeline->span(::getpid(), 0, what, "executor", now, now);
-  }
-
-  static inline const char* name = "ag.executor";
-
-  // A promise the planner answers (through answer()) under a new wait id.
-  uint64_t wait_for(executor_self self, bool offset) {
-    const uint64_t id = plan->new_wait();
-    waits.emplace(id, reply{self->make_response_promise(), offset});
-    return id;
-  }
-};
-
-void resend_later(executor_self self);
-void say_hello(executor_self self);
-void answer_stats(executor_self self);
-
-void executor_outbox::run(uint32_t lane, batch b) {
-  store_fence::release(); // the uploads stored for it
-  self_->send(self_->state.lanes->stream(lane), execute_atom::value, std::move(b));
-}
-
-// A broadcast that could not be sent fails every child's lane, as a frame no lane can be blamed
-// for does: by a message to itself, after the planner's dispatch that sent it has returned.
-void broadcast_failed(executor_self self, const std::string& what) {
-  self->send(self, failed_atom::value, no_lane, uint64_t{0}, "broadcast failed: " + what);
-}
-
-// Written here, on the ring or the sockets: no hop to another actor.
-void executor_outbox::broadcast(wire::execute_msg m) {
-  auto& st = self_->state;
-  store_fence::release(); // the uploads stored for it
-  try {
-    if (!st.lanes->publish(m))
-      resend_later(self_); // waits on the ring for room
-  } catch (const std::exception& e) { // a node lane's read beyond the store, a socket gone
-    broadcast_failed(self_, e.what());
-  }
-}
-
-// During start-up: a Hello every few milliseconds, so that each child knows its connections
-// are up.
-void say_hello(executor_self self) {
-  try {
-    if (self->state.lanes->say_hello())
-      self->delayed_send(self, lane_topology::hello_period, hello_atom::value);
-  } catch (const std::exception& e) {
-    broadcast_failed(self, e.what());
-  }
-}
-
-// While broadcasts wait for room on the ring (a child behind), looks again every millisecond,
-// and whenever a child reports reading or goes.
-void resend_later(executor_self self) {
-  auto& st = self->state;
-  if (st.resend_scheduled || !st.lanes->ring() || st.lanes->ring()->flush())
-    return;
-  st.resend_scheduled = true;
-  self->delayed_send(self, std::chrono::milliseconds{1}, resend_atom::value);
-}
-
-// The shared-memory path: how far each child has read, from the ring's cursors, for the planner's
-// bound on what a child may be behind and its watchdog (a child reports it only every 20 ms).
-void note_ring_reads(executor_self self) {
-  auto& st = self->state;
-  const auto& ring = st.lanes->ring();
-  if (!ring)
-    return;
-  st.plan->delivered(ring->executes_written());
-  for (uint32_t l = 0; l < st.lanes->lanes(); ++l)
-    if (st.lanes->remote(l)) {
-      const uint64_t read = ring->executes_read(l - 1);
-      if (read > st.plan->lane(l).broadcasts_received)
-        st.plan->received(l, read);
-    }
-}
-
-void resend(executor_self self) {
-  self->state.resend_scheduled = false;
-  if (self->state.lanes->ring()) {
-    note_ring_reads(self);
-    resend_later(self);
-  }
-}
-
-void executor_outbox::kill(uint32_t lane) {
-  self_->send(self_->state.lanes->proxy(lane), kill_atom::value);
-}
-
-void executor_outbox::flush_soon() { self_->send(self_, flush_atom::value); }
-
-// A node's answer to a restart of `lane`: its new child's proxy, adopted while the planner still
-// waits for that restart (else it goes at once); or why there is none, which ends the restart as
-// a death would.
-void node_restarted(executor_self self, uint32_t lane, uint32_t generation,
-                    runner_proxy_actor proxy) {
-  auto& st = self->state;
-  const auto& ln = st.plan->lane(lane);
-  st.lanes->adopt(lane, proxy);
-  if (st.plan->stopping())
-    self->send(proxy, shutdown_atom::value);
-  else if (!ln.restarting || ln.restarts != generation)
-    self->send(proxy, kill_atom::value);
-  else
-    say_hello(self);
-}
-
-// A new child for a lane whose child is gone (by its node, for a node's lane); it has
-// start_timeout to be ready.
-void executor_outbox::restart(uint32_t lane, uint32_t generation, uint64_t entries_before) {
-  auto self = self_;
-  auto& st = self->state;
-  if (auto node = st.lanes->node_of(lane)) {
-    const auto dev = st.plan->lane(lane).dev.str();
-    self->request(caf::actor_cast<node_actor>(node),
-                  no_deadline(st.start_timeout) ? caf::infinite : caf::duration{st.start_timeout},
-                  node_restart_atom::value, lane, generation, entries_before)
-      .then(
-        [=](caf::actor& proxy) {
-          node_restarted(self, lane, generation, caf::actor_cast<runner_proxy_actor>(proxy));
-        },
-        [=](caf::error& err) {
-          auto& plan = *self->state.plan;
-          if (!plan.stopping() && plan.lane(lane).restarting && plan.lane(lane).restarts == generation)
-            plan.lane_down(lane, describe(err, dev + ": restart " + std::to_string(generation)));
-          answer_stats(self);
-        });
-  } else {
-    try {
-      st.lanes->restart(lane, generation, entries_before);
-    } catch (const std::exception& e) {
-      self->send(self, failed_atom::value, lane, uint64_t{0}, std::string{e.what()});
-      return;
-    }
-    say_hello(self);
-  }
-  if (!no_deadline(st.start_timeout))
-    self_->delayed_send(self_, st.start_timeout, wait_ready_atom::value, start_deadline, lane,
-                        generation);
-}
-
-// One timer for every wait's deadline (actors/wait_deadlines.hpp), armed for the earliest.
-void arm_deadline(executor_self self, std::chrono::steady_clock::time_point at, uint64_t wait) {
-  if (at == std::chrono::steady_clock::time_point::max())
-    return;
-  self->state.deadlines.armed(at);
-  const auto after = std::max(at - std::chrono::steady_clock::now(),
-                              std::chrono::steady_clock::duration::zero());
-  self->delayed_send(self, after, expire_atom::value, wait);
-}
-
-void executor_outbox::expire_after(uint64_t wait, std::chrono::milliseconds after) {
-  const auto at = deadline_after(after);
-  if (self_->state.deadlines.add(wait, at))
-    arm_deadline(self_, at, wait);
-}
-
-// The deadline timer fired: every wait past its deadline expires, and the timer is armed again.
-void deadlines_passed(executor_self self) {
-  auto& st = self->state;
-  for (const uint64_t wait : st.deadlines.fired(std::chrono::steady_clock::now()))
-    st.plan->expire(wait);
-  if (const auto next = st.deadlines.rearm())
-    arm_deadline(self, *next, 0);
-}
-
-void executor_outbox::check_progress_after(std::chrono::milliseconds after) {
-  self_->delayed_send(self_, after, progress_atom::value);
-}
-
-void executor_outbox::answer(uint64_t wait, wait_answer a) {
-  self_->state.deadlines.forget(wait);
-  auto& waits = self_->state.waits;
-  auto it = waits.find(wait);
-  if (it == waits.end())
-    return;
-  store_fence::release(); // the store range a read is answered with
-  auto& rp = it->second.promise;
-  if (a.code)
-    rp.deliver(make_error(*a.code, std::move(a.what)));
-  else if (it->second.offset)
-    rp.deliver(a.offset);
-  else
-    rp.deliver(caf::unit);
-  waits.erase(it);
-}
+namespace executor_detail {
 
 // Every lane first; then the sockets' actors, which the children's last words pass through.
 void maybe_finish_shutdown(executor_self self) {
@@ -620,7 +372,7 @@ executor_actor::behavior_type executor_fun(executor_self self, executor_setup se
   return running(self, setup.start_timeout);
 }
 
-} // namespace
+} // namespace executor_detail
 
 executor_actor spawn_executor(caf::actor_system& sys, executor_setup setup) {
   // With nodes, on the scheduler's threads. Nodes that hold a handle to the executor make CAF's
@@ -629,8 +381,8 @@ executor_actor spawn_executor(caf::actor_system& sys, executor_setup setup) {
   // 200). Its reference kept the executor alive, and ~actor_system waits for every detached actor
   // to be destroyed: the runtime's destruction hung. A scheduled actor left alive hangs nothing.
   if (setup.process && setup.process->network)
-    return sys.spawn(executor_fun, std::move(setup));
-  return sys.spawn<caf::detached>(executor_fun, std::move(setup));
+    return sys.spawn(executor_detail::executor_fun, std::move(setup));
+  return sys.spawn<caf::detached>(executor_detail::executor_fun, std::move(setup));
 }
 
 } // namespace ag
