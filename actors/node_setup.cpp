@@ -11,6 +11,7 @@
 #include "actors/node_probe.hpp"
 #include "actors/node_protocol.hpp"
 #include "actors/process_env.hpp"
+#include "actors/protocol.hpp"
 #include "graph/deadline.hpp"
 
 namespace ag {
@@ -48,6 +49,15 @@ bool node_setup::has_lanes(const std::string& node_name) const {
   return std::any_of(lanes_.begin(), lanes_.end(),
                      [&](const device& d) { return !d.local() && d.node_name() == node_name; });
 }
+
+namespace {
+
+// (An argument: CAF 0.17 dereferences a null pointer spawning a function without one.)
+caf::behavior presence(caf::event_based_actor*, int /* unused */) { return {[](stats_atom) {}}; }
+
+} // namespace
+
+caf::actor spawn_presence(caf::actor_system& sys) { return sys.spawn(presence, 0); }
 
 void node_setup::probe_one(std::size_t i, std::chrono::steady_clock::time_point deadline,
                            const std::string& deadline_text) const {

@@ -21,6 +21,10 @@ namespace ag {
 
 class process_env;
 
+// Whom the nodes serve (node_request::owner): an actor that lives as long as the runtime and does
+// nothing; the runtime ends it to have the nodes end what they run for it.
+caf::actor spawn_presence(caf::actor_system& sys);
+
 class node_setup {
 public:
   // `lanes`: lane 0 the cpu, then every device. Throws ag::error naming a bad node (name, endpoint,

@@ -88,6 +88,9 @@ struct plan_lane {
   uint32_t restarts = 0;
   bool restarting = false;
   uint64_t received_base = 0;
+
+  // Whether its runner takes batches now: up, healthy and (restarted) ready.
+  bool takes_batches() const noexcept { return !down && failed.empty() && !restarting; }
 };
 
 // Where the planner keeps an operand: on a device lane by id, or (cpu) in a store range written

@@ -431,7 +431,7 @@ void planner::dispatch() {
 // True when a lane's next entry could be sent now.
 bool planner::sendable() const {
   for (const auto& ln : lanes_) {
-    if (ln.queue.empty() || ln.down || !ln.failed.empty() || ln.restarting)
+    if (ln.queue.empty() || !ln.takes_batches())
       continue;
     if (ready(ln.queue.front()) && step_room(ln).first > 0)
       return true;
@@ -457,7 +457,7 @@ bool planner::ready(const entry& e) const {
 // much of it as `budget` bytes of the broadcast still hold. True when the budget cut it short.
 bool planner::dispatch_lane(uint32_t l, wire::execute_msg& broadcast, std::size_t& budget) {
   auto& ln = lanes_[l];
-  if (ln.queue.empty() || ln.down || !ln.failed.empty() || ln.restarting)
+  if (ln.queue.empty() || !ln.takes_batches())
     return false;
   constexpr std::size_t batch_bytes =
     sizeof(batch::lane) + sizeof(batch::ops_before) + sizeof(batch::step) + 2 * wire::max_length_bytes;
@@ -526,7 +526,7 @@ bool planner::dispatch_lane(uint32_t l, wire::execute_msg& broadcast, std::size_
 bool planner::releases_alone() const {
   bool any = false;
   for (const auto& ln : lanes_) {
-    if (ln.down || !ln.failed.empty() || ln.restarting)
+    if (!ln.takes_batches())
       continue;
     for (const auto& e : ln.queue) {
       if (!e.release)

@@ -135,13 +135,13 @@ process_env::process_env(std::size_t store_bytes, std::size_t device_lanes,
   // that nothing is left whatever kills it: its shared memory is named only until created (its
   // children inherit descriptors), its endpoints are abstract (no socket file), and a directory
   // is made only for the children's timeline parts. The names are "ag-<pid>-actorgraph-<tag>-...".
-  const std::string prefix = runtime_name();
   if (timeline_parts) {
     dir_ = runtime_dir::create();
     cleanup_.add(dir_.marker_path(), false);
     cleanup_.add(dir_.path(), true);
     setup_.timeline_part_prefix = dir_.path() + "/timeline-";
   }
+  const std::string prefix = timeline_parts ? dir_.name() : runtime_name(); // one name for all
   const auto lanes = static_cast<uint32_t>(device_lanes + 1);
   const std::size_t channel_bytes =
     ring_bytes > 0 ? shm_channel::bytes_for(lanes, static_cast<uint32_t>(device_lanes), ring_bytes)

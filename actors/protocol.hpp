@@ -42,6 +42,7 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <caf/atom.hpp>
@@ -102,6 +103,9 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, start_deadline_t&) {
   return f(caf::meta::type_name("start_deadline"));
 }
+
+// The executor's answer to stats: store live, device live, batches, operators, restarts.
+using stats_reply = std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, uint64_t>;
 
 // The runners' answers: what a stream actor reports to (the executor; in a child, its pusher;
 // ag-replay's own actor).

@@ -64,7 +64,8 @@ struct lane_error : error {
 // begins its own run of ids with a Ready (wire::first_report_id of its generation). False: a
 // message of a generation before the lane's last, which a dead child sent before it went (still
 // on its way when its successor spoke): nothing is done with it.
-bool check_sequence(puller_state& st, uint32_t lane, uint64_t id, wire::msg_type type) {
+bool check_sequence(puller_state& st, uint32_t lane, const wire::header& h) {
+  const uint64_t id = h.id;
   if (lane == cpu_lane) // the controller's own: no child speaks for it
     throw error("wire: a child's message names lane 0, the controller's cpu");
   auto& last = st.last_id[lane];
@@ -72,12 +73,9 @@ bool check_sequence(puller_state& st, uint32_t lane, uint64_t id, wire::msg_type
   const uint32_t current = wire::report_generation(last == 0 ? 1 : last);
   if (generation < current)
     return false;
-  if (generation > current && type == wire::msg_type::ready
-      && id == wire::first_report_id(generation)) {
+  if (generation > current && wire::starts_generation(h)) {
     last = id;
-    // Its Data-out pieces count from 1 again; what its predecessor left waiting goes.
-    st.return_last.erase(lane);
-    st.parked.erase(lane);
+    st.return_last.erase(lane); // its Data-out pieces count from 1 again
     return true;
   }
   if (id != last + 1)
@@ -181,10 +179,7 @@ void handle(puller_actor* self, zmqs::received& r, bool tcp) {
   }
   if (auto p = parked.find(lane_of(r)); p != parked.end()) {
     // A new child of the lane speaks: what its dead predecessor left parked goes with it.
-    const bool successor = r.head.type == wire::msg_type::ready
-                           && r.head.id == wire::first_report_id(wire::report_generation(r.head.id))
-                           && r.head.id > 1;
-    if (!successor) {
+    if (!wire::starts_generation(r.head)) {
       p->second.held.emplace_back(std::move(r), tcp);
       return;
     }
@@ -237,7 +232,7 @@ void handle_now(puller_actor* self, zmqs::received& r, bool tcp) {
   // False: a dead child's message, left alone.
   auto check = [&](uint32_t lane) {
     check_sender(st, lane, user, tcp);
-    return check_sequence(st, lane, r.head.id, r.head.type);
+    return check_sequence(st, lane, r.head);
   };
   switch (r.head.type) {
     case wire::msg_type::pulse: { // the child's main thread, on a socket of its own: no order

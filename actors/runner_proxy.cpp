@@ -25,6 +25,7 @@ struct proxy_state {
   proxy_setup setup;
   sub_process_sync sync; // declared before the process: the child is reaped before the segment goes
   sub_process child;
+  bool files_removed = false; // the driver's files of the reaped child: removed once
 
   std::string who() const {
     return device_name() + " child (ag-runner, pid " + std::to_string(child.pid()) + ")";
@@ -66,7 +67,6 @@ struct proxy_state {
     if (status->signal != 0)
       remove_cuda_ipc_files(child.pid());
   }
-  bool files_removed = false;
 
   // The child's own account of a failed start, when it left one.
   std::string reason(const exit_status& st) const {

@@ -52,12 +52,6 @@ namespace {
 
 constexpr int user_wait_track = 1001; // on the controller's timeline, beside the puller's
 
-// Whom the nodes serve (node_request::owner): an actor that lives as long as the runtime and
-// does nothing. (An argument: CAF 0.17 dereferences a null pointer spawning a function without.)
-caf::behavior presence(caf::event_based_actor*, std::size_t /* nodes */) {
-  return {[](stats_atom) {}};
-}
-
 // CAF keeps a reference to the actor system's logger in a thread-local of every thread that
 // built a system, spawned an actor or made a scoped actor; ~actor_system waits until every such
 // reference is gone. A user's thread that outlives the runtime would hold it forever, and
@@ -169,7 +163,7 @@ public:
     setup.plan.wait_timeout = opt_.wait_timeout;
     setup.plan.max_queued_bytes = opt_.max_queued_bytes;
     setup.plan.progress_timeout = opt_.progress_timeout;
-    setup.plan.max_restarts = opt_.per_device_per_process ? opt_.max_restarts : 0;
+    setup.plan.max_restarts = opt_.max_restarts; // remote lanes alone restart
     setup.plan.flow = flow_;
     if (env_) // every process writes the shared store: its pages are reserved before use
       setup.plan.reserve_store = [this](uint64_t end) { return env_->store().reserve_to(end); };
@@ -195,7 +189,7 @@ public:
     askers_.emplace(*sys_);
     if (with_nodes) {
       // Who the nodes serve: this runtime, for as long as it lives (or its process does).
-      presence_ = sys_->spawn(presence, opt_.nodes.size());
+      presence_ = spawn_presence(*sys_);
       try {
         nodes_->start(*sys_, presence_, *env_, store().size(), opt_.start_timeout,
                       stop_timeout(opt_.wait_timeout), "graph_option::start_timeout", setup.steps,
@@ -389,14 +383,10 @@ public:
     if (fork_.forked())
       fork_.refuse("stats");
     const auto [store_bytes, device_bytes, batches, operators, restarts] =
-      wait<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, uint64_t>>("stats",
-                                                                         stats_atom::value);
-    runtime_stats out{store_bytes, device_bytes, batches, operators};
-    out.restarts = restarts;
+      wait<stats_reply>("stats", stats_atom::value);
     const auto flow = flow_->stats();
-    out.in_flight_ops = std::accumulate(flow.ops.begin(), flow.ops.end(), std::size_t{0});
-    out.blocked_submits = flow.blocked;
-    return out;
+    return {store_bytes, device_bytes, batches, operators,
+            std::accumulate(flow.ops.begin(), flow.ops.end(), std::size_t{0}), flow.blocked, restarts};
   }
 
   const std::vector<device>& devices() const noexcept { return devices_; }

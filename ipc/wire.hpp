@@ -92,6 +92,12 @@ constexpr uint64_t first_report_id(uint32_t generation) noexcept {
 constexpr uint32_t report_generation(uint64_t id) noexcept {
   return static_cast<uint32_t>(id >> generation_shift);
 }
+// True for the message that begins a restarted child's run of ids: its Ready, with the first id
+// of a generation after the first.
+constexpr bool starts_generation(const header& h) noexcept {
+  return h.type == msg_type::ready && report_generation(h.id) > 0
+         && h.id == first_report_id(report_generation(h.id));
+}
 
 // Start-up arguments of a child, written by the controller into its SubProcessSync segment.
 struct startup_args {
